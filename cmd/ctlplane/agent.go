@@ -1,0 +1,82 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server"
+	"github.com/hashicorp/go-hclog"
+)
+
+func runAgent(args []string, stdout, stderr io.Writer) int {
+	cfg := server.DefaultConfig()
+	flags := flag.NewFlagSet("agent", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.BoolVar(&cfg.Dev, "dev", false, "run one in-memory server on 127.0.0.1:8500, for development")
+	flags.StringVar(&cfg.DataDir, "data-dir", "", "directory for the Raft log, snapshots and node ID")
+	flags.StringVar(&cfg.NodeName, "node", cfg.NodeName, "name of this server")
+	bind := flags.String("bind", "", "Raft address host:port (default 127.0.0.1:8300; -dev: a free port)")
+	flags.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP API address host:port (port 0 picks a free port)")
+	flags.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "number of servers to wait for before bootstrapping the cluster")
+	raftTimeout := flags.Duration("raft-timeout", 0, "Raft heartbeat and election timeout (default 1s; -dev: 100ms)")
+	flags.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "log entries between Raft snapshots")
+	flags.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often to check whether a snapshot is due")
+	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	logJSON := flags.Bool("log-json", false, "log in JSON")
+	if err := flags.Parse(args); err != nil {
+		return 1
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %v\n", flags.Args())
+		return 1
+	}
+	level := hclog.LevelFromString(*logLevel)
+	if level == hclog.NoLevel {
+		fmt.Fprintf(stderr, "invalid -log-level %q\n", *logLevel)
+		return 1
+	}
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
+
+	cfg.BindAddr = *bind
+	cfg.RaftTimeout = *raftTimeout
+	if cfg.Dev {
+		if cfg.BindAddr == "" {
+			cfg.BindAddr = "127.0.0.1:0"
+		}
+		if cfg.RaftTimeout == 0 {
+			cfg.RaftTimeout = 100 * time.Millisecond
+		}
+	}
+	if cfg.BindAddr == "" {
+		cfg.BindAddr = "127.0.0.1:8300"
+	}
+
+	srv, err := server.New(cfg)
+	if err != nil {
+		cfg.Logger.Error("failed to start", "error", err)
+		return 1
+	}
+	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger)); err != nil {
+		cfg.Logger.Error("failed to start", "error", err)
+		srv.Shutdown()
+		return 1
+	}
+
+	sigCh := make(chan os.Signal, 1)
+	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)
+	sig := <-sigCh
+	signal.Stop(sigCh)
+	cfg.Logger.Info("caught signal", "signal", sig.String())
+	if err := srv.Shutdown(); err != nil {
+		cfg.Logger.Error("unclean shutdown", "error", err)
+		return 1
+	}
+	cfg.Logger.Info("shutdown complete")
+	return 0
+}

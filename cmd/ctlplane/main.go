@@ -1,0 +1,42 @@
+// Command ctlplane is the ctlplane server and its command-line client.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+const usage = `Usage: ctlplane <command> [flags]
+
+Commands:
+  agent     run a server (-dev for an in-memory one on 127.0.0.1:8500)
+  version   print the version
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 1
+	}
+	switch args[0] {
+	case "agent":
+		return runAgent(args[1:], stdout, stderr)
+	case "version", "-version", "--version", "-v":
+		fmt.Fprintf(stdout, "ctlplane v%s\n", Version)
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+	return 1
+}

@@ -1,0 +1,219 @@
+// Package http serves ctlplane's HTTP API. It validates requests, turns
+// writes into one Raft log entry through Backend.Apply, and answers reads
+// from the state store, blocking when asked to.
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Backend is what the HTTP layer needs from a server.
+type Backend interface {
+	// State is the current state store (it changes on snapshot restore).
+	State() *state.Store
+	// Apply commits a request through Raft and returns the FSM's result.
+	Apply(t fsm.MessageType, req any) (any, error)
+	// CheckRead says whether a default-mode or consistent read may be answered here.
+	CheckRead(consistent bool) error
+
+	Leader() string
+	Peers() ([]string, error)
+	KnownLeader() bool
+	LastContact() time.Duration
+}
+
+// maxBodySize is the largest request body accepted.
+const maxBodySize = 1 << 20
+
+// Handler serves the API.
+type Handler struct {
+	backend Backend
+	logger  hclog.Logger
+	router  *mux.Router
+}
+
+// New returns the API handler over backend.
+func New(backend Backend, logger hclog.Logger) *Handler {
+	h := &Handler{backend: backend, logger: logger.Named("http"), router: mux.NewRouter()}
+	h.router.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "Invalid URL path: not a recognized HTTP API endpoint")
+	})
+	h.registerStatus()
+	h.registerBindingRules()
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.router.ServeHTTP(w, r)
+}
+
+// methods dispatches by HTTP method; anything else is 405 with Allow.
+type methods []struct {
+	method  string
+	handler apiFunc
+}
+
+// apiFunc answers a request with an object to encode as JSON, or an error.
+type apiFunc func(w http.ResponseWriter, r *http.Request) (any, error)
+
+func (h *Handler) handle(path string, m methods) {
+	allow := []string{http.MethodOptions}
+	for _, e := range m {
+		allow = append(allow, e.method)
+	}
+	allowHeader := strings.Join(allow, ",")
+	h.router.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Allow", allowHeader)
+			return
+		}
+		for _, e := range m {
+			if e.method == r.Method {
+				h.serve(w, r, e.handler)
+				return
+			}
+		}
+		w.Header().Set("Allow", allowHeader)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed", r.Method))
+	}))
+}
+
+// serve runs fn and writes its result or its error.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn apiFunc) {
+	defer func() {
+		// A bug must not take the server down with it; the client sees a 500.
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
+			writeError(w, http.StatusInternalServerError, "internal error while serving the request")
+		}
+	}()
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBodySize)
+	}
+	obj, err := fn(w, r)
+	if err != nil {
+		code, msg := errorStatus(err)
+		if code >= 500 {
+			h.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", msg)
+		}
+		writeError(w, code, msg)
+		return
+	}
+	writeJSON(w, r, obj)
+}
+
+// apiError is an error with the status it is answered with.
+type apiError struct {
+	code int
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &apiError{code: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+func notFound(msg string) error { return &apiError{code: http.StatusNotFound, msg: msg} }
+
+// errorStatus picks the status of an error: our own, the backend's (an
+// error with a StatusCode method), the state store's, or 500.
+func errorStatus(err error) (int, string) {
+	var api *apiError
+	if errors.As(err, &api) {
+		return api.code, api.msg
+	}
+	var coded interface{ StatusCode() int }
+	if errors.As(err, &coded) {
+		return coded.StatusCode(), err.Error()
+	}
+	var se *state.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case state.ErrNotFound:
+			return http.StatusNotFound, se.Msg
+		case state.ErrInvalid:
+			return http.StatusBadRequest, se.Msg
+		case state.ErrConflict:
+			return http.StatusConflict, se.Msg
+		}
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body too large: the limit is %d bytes", tooLarge.Limit)
+	}
+	msg := err.Error()
+	if msg == "" {
+		msg = "An unexpected error occurred"
+	}
+	return http.StatusInternalServerError, msg
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	io.WriteString(w, msg)
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, obj any) {
+	var buf []byte
+	var err error
+	if _, pretty := r.URL.Query()["pretty"]; pretty {
+		buf, err = json.MarshalIndent(obj, "", "    ")
+		buf = append(buf, '\n')
+	} else {
+		buf, err = json.Marshal(obj)
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("failed to encode the response: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(buf)
+}
+
+// decodeBody decodes a JSON request body strictly into out: unknown fields,
+// an empty body, a second value after the first, or a body over the limit
+// are all errors. what names the object in the message.
+func decodeBody(r *http.Request, what string, out any) error {
+	if r.Body == nil {
+		return badRequest("%s decoding failed: EOF", what)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	fail := func(err error) error {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return badRequest("%s decoding failed: %v", what, err)
+	}
+	if err := dec.Decode(out); err != nil {
+		return fail(err)
+	}
+	// Only whitespace may follow the object.
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
+	if err != nil {
+		return fail(err)
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return badRequest("%s decoding failed: unexpected data after the JSON object", what)
+	}
+	return nil
+}

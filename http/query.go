@@ -1,0 +1,128 @@
+package http
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-memdb"
+)
+
+// Blocking-query limits.
+const (
+	defaultQueryWait = 5 * time.Minute
+	maxQueryWait     = 10 * time.Minute
+	// A random extra of up to wait/jitterFraction spreads out the wake-ups
+	// of clients that all started waiting at once.
+	jitterFraction = 16
+)
+
+// queryOptions are the read parameters common to every read endpoint.
+type queryOptions struct {
+	minIndex   uint64
+	wait       time.Duration
+	stale      bool
+	consistent bool
+}
+
+// queryMeta is what a read reports in its response headers.
+type queryMeta struct {
+	index       uint64
+	knownLeader bool
+	lastContact time.Duration
+}
+
+func parseQueryOptions(r *http.Request) (queryOptions, error) {
+	q := r.URL.Query()
+	var opts queryOptions
+	_, opts.stale = q["stale"]
+	_, opts.consistent = q["consistent"]
+	if opts.stale && opts.consistent {
+		return opts, badRequest("Cannot specify ?stale with ?consistent, conflicting semantics.")
+	}
+	if v := q.Get("index"); v != "" {
+		idx, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return opts, badRequest("Invalid index")
+		}
+		opts.minIndex = idx
+	}
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return opts, badRequest("Invalid wait time")
+		}
+		opts.wait = d
+	}
+	return opts, nil
+}
+
+// queryFunc reads from one store, adds what it depends on to ws, and returns
+// the index of the tables it read.
+type queryFunc func(ws memdb.WatchSet, s *state.Store) (uint64, error)
+
+// blockingQuery answers a read: at once when no index is given, otherwise as
+// soon as the result's index passes it, or with the current result when the
+// wait ends (or the client goes away, or the server shuts down). fn keeps its
+// result in its closure; the last call's result is the answer.
+func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc) (queryMeta, error) {
+	var meta queryMeta
+	if !opts.stale {
+		if err := h.backend.CheckRead(opts.consistent); err != nil {
+			return meta, err
+		}
+	}
+	ctx := r.Context()
+	if opts.minIndex > 0 {
+		wait := opts.wait
+		if wait <= 0 {
+			wait = defaultQueryWait
+		}
+		wait = min(wait, maxQueryWait)
+		wait += rand.N(wait/jitterFraction + 1)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	for {
+		s := h.backend.State()
+		ws := memdb.NewWatchSet()
+		ws.Add(s.AbandonCh())
+		idx, err := fn(ws, s)
+		if err != nil {
+			return meta, err
+		}
+		meta.index = max(idx, 1)
+		if opts.minIndex == 0 || idx > opts.minIndex {
+			break
+		}
+		if ws.WatchCtx(ctx) != nil {
+			break // timed out: the current result is the answer
+		}
+		// A node that lost leadership while we waited must not answer.
+		if !opts.stale {
+			if err := h.backend.CheckRead(false); err != nil {
+				return meta, err
+			}
+		}
+	}
+	meta.knownLeader = h.backend.KnownLeader()
+	meta.lastContact = h.backend.LastContact()
+	return meta, nil
+}
+
+// setMeta writes the read headers, under our names and, where an official
+// client expects them, under upstream's too.
+func setMeta(w http.ResponseWriter, r *http.Request, meta queryMeta) {
+	index := strconv.FormatUint(meta.index, 10)
+	known := strconv.FormatBool(meta.knownLeader)
+	contact := strconv.FormatInt(meta.lastContact.Milliseconds(), 10)
+	for _, prefix := range headerPrefixes(r) {
+		w.Header().Set(prefix+"Index", index)
+		w.Header().Set(prefix+"KnownLeader", known)
+		w.Header().Set(prefix+"LastContact", contact)
+	}
+}

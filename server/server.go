@@ -1,0 +1,401 @@
+// Package server owns Raft: it opens the log, stable and snapshot stores,
+// runs the FSM, turns requests into log entries, and serves the HTTP handler
+// it is given. Cluster plumbing lives here, out of sight of the handlers.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Config is one agent's configuration.
+type Config struct {
+	// Dev keeps everything in memory and bootstraps a one-node cluster at once.
+	Dev      bool
+	DataDir  string
+	NodeName string
+	// BindAddr is the Raft address (host:port; port 0 picks a free one).
+	BindAddr string
+	// HTTPAddr is the HTTP API address (host:port; port 0 picks a free one).
+	HTTPAddr        string
+	BootstrapExpect int
+
+	// RaftTimeout is the heartbeat and election timeout; the leader lease is
+	// half of it. Shorter is faster failover, longer is fewer false elections.
+	RaftTimeout time.Duration
+	// SnapshotThreshold is how many log entries trigger a snapshot.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+
+	Logger hclog.Logger
+}
+
+// DefaultConfig returns the defaults of a persistent agent.
+func DefaultConfig() *Config {
+	host, _ := os.Hostname()
+	return &Config{
+		NodeName:          host,
+		BindAddr:          "127.0.0.1:8300",
+		HTTPAddr:          "127.0.0.1:8500",
+		RaftTimeout:       time.Second,
+		SnapshotThreshold: 8192,
+		SnapshotInterval:  30 * time.Second,
+	}
+}
+
+// statusError is an error that carries the HTTP status it should be served with.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string   { return e.msg }
+func (e *statusError) StatusCode() int { return e.code }
+
+// ErrNoLeader is returned when there is no leader to serve a request.
+var ErrNoLeader error = &statusError{code: http.StatusServiceUnavailable, msg: "No cluster leader"}
+
+// applyEnqueueTimeout bounds how long a write waits to enter Raft's queue.
+const applyEnqueueTimeout = 30 * time.Second
+
+// Server is one ctlplane agent.
+type Server struct {
+	config *Config
+	logger hclog.Logger
+	nodeID string
+
+	fsm       *fsm.FSM
+	raft      *raft.Raft
+	transport *raft.NetworkTransport
+	boltStore *raftboltdb.BoltStore // nil in dev mode
+
+	// leaderReady is true once this node is leader and has applied every
+	// entry committed before its term (a barrier): only then may it answer
+	// reads in default or consistent mode.
+	leaderReady atomic.Bool
+
+	httpListener net.Listener
+	httpServer   *http.Server
+	// queryCtx is the base context of HTTP requests; it is cancelled first on
+	// shutdown so that blocked queries answer at once.
+	queryCtx    context.Context
+	cancelQuery context.CancelFunc
+
+	shutdownOnce sync.Once
+	shutdownCh   chan struct{}
+	monitorDone  chan struct{}
+}
+
+// New opens the stores and starts Raft. It does not serve HTTP yet: Serve does.
+func New(cfg *Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if !cfg.Dev && cfg.DataDir == "" {
+		return nil, errors.New("a data directory is required: set -data-dir, or use -dev")
+	}
+	if cfg.BootstrapExpect < 0 {
+		return nil, errors.New("-bootstrap-expect must not be negative")
+	}
+	if !cfg.Dev && cfg.BootstrapExpect != 1 {
+		return nil, fmt.Errorf("-bootstrap-expect=%d is not supported yet: only single-server clusters (-bootstrap-expect=1) can be formed", cfg.BootstrapExpect)
+	}
+	if cfg.RaftTimeout <= 0 {
+		cfg.RaftTimeout = time.Second
+	}
+	s := &Server{
+		config:      cfg,
+		logger:      cfg.Logger,
+		fsm:         fsm.New(cfg.Logger),
+		shutdownCh:  make(chan struct{}),
+		monitorDone: make(chan struct{}),
+	}
+	s.queryCtx, s.cancelQuery = context.WithCancel(context.Background())
+	if err := s.setupRaft(); err != nil {
+		s.closeStores()
+		return nil, err
+	}
+	go s.monitorLeadership()
+	return s, nil
+}
+
+func (s *Server) setupRaft() error {
+	cfg := s.config
+	id, err := s.loadNodeID()
+	if err != nil {
+		return err
+	}
+	s.nodeID = id
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(id)
+	rc.Logger = s.logger.Named("raft")
+	rc.HeartbeatTimeout = cfg.RaftTimeout
+	rc.ElectionTimeout = cfg.RaftTimeout
+	rc.LeaderLeaseTimeout = cfg.RaftTimeout / 2
+	rc.CommitTimeout = 5 * time.Millisecond
+	// Concurrent writes are batched into one disk sync per batch.
+	rc.MaxAppendEntries = 1024
+	rc.BatchApplyCh = true
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
+
+	s.transport, err = raft.NewTCPTransportWithLogger(cfg.BindAddr, nil, 3, 10*time.Second, s.logger.Named("raft-net"))
+	if err != nil {
+		return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
+	}
+
+	var logs raft.LogStore
+	var stable raft.StableStore
+	var snaps raft.SnapshotStore
+	if cfg.Dev {
+		mem := raft.NewInmemStore()
+		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+	} else {
+		dir := filepath.Join(cfg.DataDir, "raft")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("failed to create %s: %w", dir, err)
+		}
+		s.boltStore, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+		if err != nil {
+			return fmt.Errorf("failed to open Raft store %s: %w", filepath.Join(dir, "raft.db"), err)
+		}
+		cache, err := raft.NewLogCache(512, s.boltStore)
+		if err != nil {
+			return err
+		}
+		logs, stable = cache, s.boltStore
+		snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.logger.Named("snapshot"))
+		if err != nil {
+			return fmt.Errorf("failed to open snapshot store in %s: %w", dir, err)
+		}
+	}
+
+	existing, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		return fmt.Errorf("failed to read Raft state: %w", err)
+	}
+	if !existing && (cfg.Dev || cfg.BootstrapExpect == 1) {
+		conf := raft.Configuration{Servers: []raft.Server{{
+			ID: rc.LocalID, Address: s.transport.LocalAddr(), Suffrage: raft.Voter,
+		}}}
+		if err := raft.BootstrapCluster(rc, logs, stable, snaps, s.transport, conf); err != nil {
+			return fmt.Errorf("failed to bootstrap Raft: %w", err)
+		}
+	}
+
+	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.transport)
+	if err != nil {
+		return fmt.Errorf("failed to start Raft: %w", err)
+	}
+	return nil
+}
+
+// loadNodeID returns the node's Raft ID: random in dev mode, otherwise
+// generated once and kept in the data directory.
+func (s *Server) loadNodeID() (string, error) {
+	if s.config.Dev {
+		return uuid.NewString(), nil
+	}
+	path := filepath.Join(s.config.DataDir, "node-id")
+	if buf, err := os.ReadFile(path); err == nil {
+		id := string(buf)
+		if _, err := uuid.Parse(id); err != nil {
+			return "", fmt.Errorf("node ID in %s is not a UUID: %q", path, id)
+		}
+		return id, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("failed to read node ID: %w", err)
+	}
+	if err := os.MkdirAll(s.config.DataDir, 0o700); err != nil {
+		return "", fmt.Errorf("failed to create data directory: %w", err)
+	}
+	id := uuid.NewString()
+	if err := os.WriteFile(path, []byte(id), 0o600); err != nil {
+		return "", fmt.Errorf("failed to write node ID: %w", err)
+	}
+	return id, nil
+}
+
+// monitorLeadership tracks whether this node may serve leader reads.
+func (s *Server) monitorLeadership() {
+	defer close(s.monitorDone)
+	leaderCh := s.raft.LeaderCh()
+	for {
+		select {
+		case isLeader := <-leaderCh:
+			s.leaderReady.Store(false)
+			if !isLeader {
+				s.logger.Info("cluster leadership lost")
+				continue
+			}
+			// Apply everything committed by earlier terms before serving reads.
+			if err := s.raft.Barrier(0).Error(); err != nil {
+				s.logger.Warn("failed to wait for the state to catch up after winning leadership", "error", err)
+				continue
+			}
+			s.leaderReady.Store(true)
+			s.logger.Info("cluster leadership acquired")
+		case <-s.shutdownCh:
+			return
+		}
+	}
+}
+
+// Serve starts serving handler on the HTTP address and returns once it listens.
+func (s *Server) Serve(handler http.Handler) error {
+	ln, err := net.Listen("tcp", s.config.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("failed to listen on HTTP address %s: %w", s.config.HTTPAddr, err)
+	}
+	s.httpListener = ln
+	s.httpServer = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return s.queryCtx },
+		ErrorLog:          s.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	s.logger.Info("HTTP API listening", "address", "http://"+ln.Addr().String(), "raft_address", s.transport.LocalAddr(), "node", s.config.NodeName, "node_id", s.nodeID)
+	go func() {
+		if err := s.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("HTTP server stopped", "error", err)
+		}
+	}()
+	return nil
+}
+
+// HTTPAddr is the address the HTTP API listens on (after Serve).
+func (s *Server) HTTPAddr() string { return s.httpListener.Addr().String() }
+
+// RaftAddr is this node's Raft address.
+func (s *Server) RaftAddr() string { return string(s.transport.LocalAddr()) }
+
+// NodeID is this node's Raft ID.
+func (s *Server) NodeID() string { return s.nodeID }
+
+// Shutdown stops taking requests, lets in-flight writes finish, then closes
+// Raft and the stores.
+func (s *Server) Shutdown() error {
+	var err error
+	s.shutdownOnce.Do(func() {
+		s.logger.Info("shutting down")
+		s.cancelQuery()
+		if s.httpServer != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if e := s.httpServer.Shutdown(ctx); e != nil {
+				err = fmt.Errorf("HTTP shutdown: %w", e)
+			}
+			cancel()
+		}
+		close(s.shutdownCh)
+		<-s.monitorDone
+		if e := s.raft.Shutdown().Error(); e != nil && err == nil {
+			err = fmt.Errorf("raft shutdown: %w", e)
+		}
+		s.closeStores()
+	})
+	return err
+}
+
+func (s *Server) closeStores() {
+	if s.transport != nil {
+		s.transport.Close()
+	}
+	if s.boltStore != nil {
+		if err := s.boltStore.Close(); err != nil {
+			s.logger.Error("failed to close Raft store", "error", err)
+		}
+	}
+}
+
+// State is the current state store.
+func (s *Server) State() *state.Store { return s.fsm.State() }
+
+// Apply commits one request through Raft and returns what the FSM returned
+// for it: the applied object, or the state store's rejection as an error.
+func (s *Server) Apply(t fsm.MessageType, req any) (any, error) {
+	buf, err := fsm.Encode(t, req)
+	if err != nil {
+		return nil, err
+	}
+	f := s.raft.Apply(buf, applyEnqueueTimeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return nil, ErrNoLeader
+		}
+		return nil, fmt.Errorf("failed to apply request: %w", err)
+	}
+	if err, ok := f.Response().(error); ok {
+		return nil, err
+	}
+	return f.Response(), nil
+}
+
+// CheckRead says whether this node may answer a read in default mode
+// (consistent=false) or consistent mode: it must be the leader with its
+// state caught up, and for consistent mode a quorum must confirm it still is.
+func (s *Server) CheckRead(consistent bool) error {
+	if !s.leaderReady.Load() {
+		return ErrNoLeader
+	}
+	if consistent {
+		if err := s.raft.VerifyLeader().Error(); err != nil {
+			return ErrNoLeader
+		}
+	}
+	return nil
+}
+
+// Leader is the leader's Raft address, "" when there is none.
+func (s *Server) Leader() string {
+	addr, _ := s.raft.LeaderWithID()
+	return string(addr)
+}
+
+// KnownLeader says whether this node knows of a leader.
+func (s *Server) KnownLeader() bool { return s.Leader() != "" }
+
+// LastContact is how long ago the leader was last heard from; 0 on the leader.
+func (s *Server) LastContact() time.Duration {
+	if s.raft.State() == raft.Leader {
+		return 0
+	}
+	last := s.raft.LastContact()
+	if last.IsZero() {
+		return 0
+	}
+	return time.Since(last)
+}
+
+// Peers are the Raft addresses of the cluster's servers.
+func (s *Server) Peers() ([]string, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("failed to read Raft configuration: %w", err)
+	}
+	peers := []string{}
+	for _, srv := range f.Configuration().Servers {
+		peers = append(peers, string(srv.Address))
+	}
+	return peers, nil
+}

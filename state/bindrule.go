@@ -1,0 +1,107 @@
+package state
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/go-bexpr"
+	"github.com/hashicorp/hil"
+	"github.com/hashicorp/hil/ast"
+)
+
+// Bind types of a binding rule.
+const (
+	BindTypeService = "service"
+	BindTypeNode    = "node"
+	BindTypeRole    = "role"
+)
+
+var (
+	serviceNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9\-_]*[a-z0-9])?$`)
+	roleNameRE    = regexp.MustCompile(`^[A-Za-z0-9\-_]{1,256}$`)
+)
+
+// validBindName says whether a computed name is allowed for the bind type.
+func validBindName(bindType, name string) bool {
+	switch bindType {
+	case BindTypeService, BindTypeNode:
+		return len(name) <= 256 && serviceNameRE.MatchString(name)
+	case BindTypeRole:
+		return roleNameRE.MatchString(name)
+	}
+	return false
+}
+
+// ValidateBindingRuleFields checks Selector, BindType and BindName of a rule
+// without knowing its auth method: every interpolation is rendered as
+// "fake" and the result must be a valid name for the bind type. The error
+// texts are the ones users of the upstream service know.
+func ValidateBindingRuleFields(selector, bindType, bindName string) error {
+	if selector != "" {
+		if _, err := bexpr.CreateEvaluator(selector); err != nil {
+			return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
+		}
+	}
+	if bindType == "" {
+		return fmt.Errorf("Invalid Binding Rule: no BindType is set")
+	}
+	if bindName == "" {
+		return fmt.Errorf("Invalid Binding Rule: no BindName is set")
+	}
+	switch bindType {
+	case BindTypeService, BindTypeNode, BindTypeRole:
+	default:
+		return fmt.Errorf("Invalid Binding Rule: unknown BindType %q", bindType)
+	}
+	if _, err := ComputeBindName(bindType, bindName, nil); err != nil {
+		return fmt.Errorf("Invalid Binding Rule: invalid BindName or BindVars: %v", err)
+	}
+	return nil
+}
+
+// ComputeBindName renders a BindName template with the given variables
+// (lowercased, as login does) and checks the result against the bind type's
+// name rule. With vars == nil every variable the template uses renders as
+// "fake", which is how a rule is validated before any identity exists.
+func ComputeBindName(bindType, bindName string, vars map[string]string) (string, error) {
+	name, err := renderTemplate(bindName, vars)
+	if err != nil {
+		return "", fmt.Errorf("failed to validate bindType %q: error interpreting template: %v", bindType, err)
+	}
+	if !validBindName(bindType, name) {
+		return "", fmt.Errorf("failed to validate bindType %q: invalid bind name: %q", bindType, name)
+	}
+	return name, nil
+}
+
+func renderTemplate(tmpl string, vars map[string]string) (string, error) {
+	if !strings.Contains(tmpl, "${") {
+		return tmpl, nil
+	}
+	tree, err := hil.Parse(tmpl)
+	if err != nil {
+		return "", err
+	}
+	varMap := map[string]ast.Variable{}
+	if vars == nil {
+		tree.Accept(func(n ast.Node) ast.Node {
+			if v, ok := n.(*ast.VariableAccess); ok {
+				varMap[v.Name] = ast.Variable{Type: ast.TypeString, Value: "fake"}
+			}
+			return n
+		})
+	} else {
+		for k, v := range vars {
+			varMap[k] = ast.Variable{Type: ast.TypeString, Value: strings.ToLower(v)}
+		}
+	}
+	out, err := hil.Eval(tree, &hil.EvalConfig{GlobalScope: &ast.BasicScope{VarMap: varMap}})
+	if err != nil {
+		return "", err
+	}
+	if out.Type != hil.TypeString {
+		return "", fmt.Errorf("template must render to a string, not %s", out.Type)
+	}
+	return out.Value.(string), nil
+}

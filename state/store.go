@@ -1,0 +1,126 @@
+// Package state is the replicated state of ctlplane: go-memdb tables written
+// only by the FSM, each write at the Raft index it is applied at, and read by
+// the HTTP layer through watch sets that drive blocking queries.
+package state
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+// indexTable maps a table name to the highest Raft index that touched it.
+const indexTable = "index"
+
+// IndexEntry is one row of the index table.
+type IndexEntry struct {
+	Key   string
+	Value uint64
+}
+
+// ErrorCode classifies a state-store error so that callers can pick a status.
+type ErrorCode int
+
+const (
+	// ErrNotFound: the object the write refers to does not exist.
+	ErrNotFound ErrorCode = iota + 1
+	// ErrInvalid: the write is not valid against the current state.
+	ErrInvalid
+	// ErrConflict: the write collides with an existing object.
+	ErrConflict
+)
+
+// Error is a state-store rejection of a write. Its message is meant for the user.
+type Error struct {
+	Code ErrorCode
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(code ErrorCode, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// tableSchemas is filled by each table family's file from its init.
+var tableSchemas = map[string]*memdb.TableSchema{
+	indexTable: {
+		Name: indexTable,
+		Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Key"}},
+		},
+	},
+}
+
+func registerTable(s *memdb.TableSchema) { tableSchemas[s.Name] = s }
+
+func schema() *memdb.DBSchema {
+	return &memdb.DBSchema{Tables: tableSchemas}
+}
+
+// Store holds the tables. A Store is replaced whole on snapshot restore; its
+// abandon channel then closes so that every blocking query re-reads.
+type Store struct {
+	db *memdb.MemDB
+
+	abandonOnce sync.Once
+	abandonCh   chan struct{}
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		// The schema is static: a failure here is a programming error.
+		panic(fmt.Sprintf("state: invalid schema: %v", err))
+	}
+	return &Store{db: db, abandonCh: make(chan struct{})}
+}
+
+// AbandonCh is closed when this store has been replaced by a restore.
+func (s *Store) AbandonCh() <-chan struct{} { return s.abandonCh }
+
+// Abandon marks the store as replaced and wakes everything watching it.
+func (s *Store) Abandon() { s.abandonOnce.Do(func() { close(s.abandonCh) }) }
+
+// maxIndex is the highest index of the given tables, never below 1 so that a
+// blocking client never sees index 0 and busy-loops.
+func maxIndex(txn *memdb.Txn, tables ...string) uint64 {
+	var max uint64 = 1
+	for _, t := range tables {
+		raw, err := txn.First(indexTable, "id", t)
+		if err != nil {
+			panic(fmt.Sprintf("state: index lookup of %q: %v", t, err))
+		}
+		if raw != nil && raw.(*IndexEntry).Value > max {
+			max = raw.(*IndexEntry).Value
+		}
+	}
+	return max
+}
+
+// watchTableIndex adds the watch channel of a table's index row to ws: it
+// fires on any write to that table.
+func watchTableIndex(txn *memdb.Txn, ws memdb.WatchSet, table string) {
+	ch, _, err := txn.FirstWatch(indexTable, "id", table)
+	if err != nil {
+		panic(fmt.Sprintf("state: index watch of %q: %v", table, err))
+	}
+	ws.Add(ch)
+}
+
+// setIndex records that table was written at idx.
+func setIndex(txn *memdb.Txn, table string, idx uint64) error {
+	if err := txn.Insert(indexTable, &IndexEntry{Key: table, Value: idx}); err != nil {
+		return fmt.Errorf("failed updating index of %s: %w", table, err)
+	}
+	return nil
+}
+
+// TableIndex is the current max index of a table (1 when it was never written).
+func (s *Store) TableIndex(table string) uint64 {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return maxIndex(txn, table)
+}
