@@ -60,6 +60,18 @@ func (f *FSM) Apply(l *raft.Log) any {
 			panic(fmt.Errorf("failed to decode binding rule delete at index %d: %w", l.Index, err))
 		}
 		return s.BindingRuleDelete(l.Index, req.ID, req.Namespace)
+	case ServerRegisterType:
+		var req ServerRegisterRequest
+		if err := decode(buf, &req); err != nil {
+			panic(fmt.Errorf("failed to decode server register at index %d: %w", l.Index, err))
+		}
+		return s.ServerSet(l.Index, &req.Server)
+	case ServerDeregisterType:
+		var req ServerDeregisterRequest
+		if err := decode(buf, &req); err != nil {
+			panic(fmt.Errorf("failed to decode server deregister at index %d: %w", l.Index, err))
+		}
+		return s.ServerDelete(l.Index, req.ID)
 	}
 	if t&IgnoreUnknownTypeFlag != 0 {
 		f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t&^IgnoreUnknownTypeFlag, "index", l.Index)
@@ -75,6 +87,7 @@ type recordType uint8
 const (
 	indexRecord       recordType = 1
 	bindingRuleRecord recordType = 2
+	serverRecord      recordType = 3
 )
 
 // Snapshot captures the store in O(1); Persist streams it later.
@@ -118,6 +131,15 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	}
 	for _, r := range rules {
 		if err := record(bindingRuleRecord, r); err != nil {
+			return err
+		}
+	}
+	servers, err := s.snap.Servers()
+	if err != nil {
+		return err
+	}
+	for _, srv := range servers {
+		if err := record(serverRecord, srv); err != nil {
 			return err
 		}
 	}
@@ -168,6 +190,11 @@ func ReadSnapshot(r io.Reader, restore *state.Restore) error {
 			var rule state.BindingRule
 			if err = dec.Decode(&rule); err == nil {
 				err = restore.BindingRule(&rule)
+			}
+		case serverRecord:
+			var srv state.ServerInfo
+			if err = dec.Decode(&srv); err == nil {
+				err = restore.Server(&srv)
 			}
 		default:
 			return fmt.Errorf("unknown snapshot record type %d", t)

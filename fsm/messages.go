@@ -14,6 +14,8 @@ type MessageType uint8
 const (
 	BindingRuleSetType    MessageType = 1
 	BindingRuleDeleteType MessageType = 2
+	ServerRegisterType    MessageType = 3
+	ServerDeregisterType  MessageType = 4
 )
 
 // IgnoreUnknownTypeFlag marks an entry that an older server may skip: an
@@ -30,6 +32,16 @@ type BindingRuleSetRequest struct {
 type BindingRuleDeleteRequest struct {
 	ID        string
 	Namespace string
+}
+
+// ServerRegisterRequest records (or updates) a server of the cluster.
+type ServerRegisterRequest struct {
+	Server state.ServerInfo
+}
+
+// ServerDeregisterRequest forgets a server that left the cluster.
+type ServerDeregisterRequest struct {
+	ID string
 }
 
 // msgpackHandle is shared by log entries and snapshots.

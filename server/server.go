@@ -34,6 +34,8 @@ type Config struct {
 	// HTTPAddr is the HTTP API address (host:port; port 0 picks a free one).
 	HTTPAddr        string
 	BootstrapExpect int
+	// Join are HTTP addresses (host:port) of other servers to form or join a cluster with.
+	Join []string
 
 	// RaftTimeout is the heartbeat and election timeout; the leader lease is
 	// half of it. Shorter is faster failover, longer is fewer false elections.
@@ -89,6 +91,19 @@ type Server struct {
 	// reads in default or consistent mode.
 	leaderReady atomic.Bool
 
+	// hasState: Raft had a log or snapshot at start, so the node is already
+	// in a cluster and must not form a new one.
+	hasState bool
+
+	// known are the servers heard of while forming a cluster.
+	knownMu sync.Mutex
+	known   map[string]state.ServerInfo
+	// registerCh asks for this server's record to be written now.
+	registerCh chan struct{}
+
+	clusterClient    *http.Client
+	forwardTransport *http.Transport
+
 	httpListener net.Listener
 	httpServer   *http.Server
 	// queryCtx is the base context of HTTP requests; it is cancelled first on
@@ -112,8 +127,11 @@ func New(cfg *Config) (*Server, error) {
 	if cfg.BootstrapExpect < 0 {
 		return nil, errors.New("-bootstrap-expect must not be negative")
 	}
-	if !cfg.Dev && cfg.BootstrapExpect != 1 {
-		return nil, fmt.Errorf("-bootstrap-expect=%d is not supported yet: only single-server clusters (-bootstrap-expect=1) can be formed", cfg.BootstrapExpect)
+	if !cfg.Dev && cfg.BootstrapExpect == 0 && len(cfg.Join) == 0 {
+		return nil, errors.New("a server needs -bootstrap-expect=N (N servers form a new cluster; 1 for a single server) or -join=ADDR (join an existing one)")
+	}
+	if cfg.BootstrapExpect > 1 && len(cfg.Join) == 0 {
+		return nil, fmt.Errorf("-bootstrap-expect=%d needs -join addresses of the other servers", cfg.BootstrapExpect)
 	}
 	if cfg.RaftTimeout <= 0 {
 		cfg.RaftTimeout = time.Second
@@ -124,7 +142,14 @@ func New(cfg *Config) (*Server, error) {
 		fsm:         fsm.New(cfg.Logger),
 		shutdownCh:  make(chan struct{}),
 		monitorDone: make(chan struct{}),
+		known:       map[string]state.ServerInfo{},
+		registerCh:  make(chan struct{}, 1),
 	}
+	s.forwardTransport = &http.Transport{
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	s.clusterClient = &http.Client{Transport: s.forwardTransport, Timeout: 15 * time.Second}
 	s.queryCtx, s.cancelQuery = context.WithCancel(context.Background())
 	if err := s.setupRaft(); err != nil {
 		s.closeStores()
@@ -190,11 +215,11 @@ func (s *Server) setupRaft() error {
 		}
 	}
 
-	existing, err := raft.HasExistingState(logs, stable, snaps)
+	s.hasState, err = raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("failed to read Raft state: %w", err)
 	}
-	if !existing && (cfg.Dev || cfg.BootstrapExpect == 1) {
+	if !s.hasState && (cfg.Dev || cfg.BootstrapExpect == 1) {
 		conf := raft.Configuration{Servers: []raft.Server{{
 			ID: rc.LocalID, Address: s.transport.LocalAddr(), Suffrage: raft.Voter,
 		}}}
@@ -255,13 +280,19 @@ func (s *Server) monitorLeadership() {
 			}
 			s.leaderReady.Store(true)
 			s.logger.Info("cluster leadership acquired")
+			select {
+			case s.registerCh <- struct{}{}:
+			default:
+			}
 		case <-s.shutdownCh:
 			return
 		}
 	}
 }
 
-// Serve starts serving handler on the HTTP address and returns once it listens.
+// Serve starts serving the API handler on the HTTP address, behind leader
+// forwarding and beside the internal cluster endpoints, returns once it
+// listens, and starts forming or joining the cluster.
 func (s *Server) Serve(handler http.Handler) error {
 	ln, err := net.Listen("tcp", s.config.HTTPAddr)
 	if err != nil {
@@ -269,7 +300,7 @@ func (s *Server) Serve(handler http.Handler) error {
 	}
 	s.httpListener = ln
 	s.httpServer = &http.Server{
-		Handler:           handler,
+		Handler:           s.clusterHandler(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return s.queryCtx },
@@ -281,6 +312,7 @@ func (s *Server) Serve(handler http.Handler) error {
 			s.logger.Error("HTTP server stopped", "error", err)
 		}
 	}()
+	go s.joinCluster(s.hasState)
 	return nil
 }
 
@@ -309,6 +341,7 @@ func (s *Server) Shutdown() error {
 		}
 		close(s.shutdownCh)
 		<-s.monitorDone
+		s.forwardTransport.CloseIdleConnections()
 		if e := s.raft.Shutdown().Error(); e != nil && err == nil {
 			err = fmt.Errorf("raft shutdown: %w", e)
 		}
@@ -399,3 +432,5 @@ func (s *Server) Peers() ([]string, error) {
 	}
 	return peers, nil
 }
+
+func (s *Server) isRaftLeader() bool { return s.raft.State() == raft.Leader }

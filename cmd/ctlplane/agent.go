@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	bind := flags.String("bind", "", "Raft address host:port (default 127.0.0.1:8300; -dev: a free port)")
 	flags.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP API address host:port (port 0 picks a free port)")
 	flags.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "number of servers to wait for before bootstrapping the cluster")
+	flags.Var((*stringList)(&cfg.Join), "join", "HTTP address (host:port) of another server to form or join a cluster with; repeatable")
 	raftTimeout := flags.Duration("raft-timeout", 0, "Raft heartbeat and election timeout (default 1s; -dev: 100ms)")
 	flags.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "log entries between Raft snapshots")
 	flags.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often to check whether a snapshot is due")
@@ -80,3 +82,9 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	cfg.Logger.Info("shutdown complete")
 	return 0
 }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

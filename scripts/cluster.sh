@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Starts or stops a local 3-node ctlplane cluster on loopback.
+#   scripts/cluster.sh start [DIR]   build, start 3 servers in the background, wait for a leader
+#   scripts/cluster.sh stop  [DIR]   SIGTERM them
+#   scripts/cluster.sh status [DIR]  show who leads
+# Servers: n1 http 127.0.0.1:8501 raft :8301, n2 :8502/:8302, n3 :8503/:8303.
+# Data and logs live in DIR (default ./data/cluster).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmd=${1:-}
+dir=${2:-data/cluster}
+bin=bin/ctlplane
+
+start() {
+	go build -o "$bin" ./cmd/ctlplane
+	mkdir -p "$dir"
+	for i in 1 2 3; do
+		if [ -f "$dir/n$i.pid" ] && kill -0 "$(cat "$dir/n$i.pid")" 2>/dev/null; then
+			echo "n$i already running (pid $(cat "$dir/n$i.pid"))"
+			continue
+		fi
+		"$bin" agent -data-dir="$dir/n$i" -node="n$i" \
+			-bind="127.0.0.1:830$i" -http-addr="127.0.0.1:850$i" \
+			-bootstrap-expect=3 -join=127.0.0.1:8501 -join=127.0.0.1:8502 -join=127.0.0.1:8503 \
+			>"$dir/n$i.log" 2>&1 &
+		echo $! >"$dir/n$i.pid"
+	done
+	for _ in $(seq 1 100); do
+		leader=$(curl -sf http://127.0.0.1:8501/v1/status/leader 2>/dev/null || true)
+		if [ -n "$leader" ] && [ "$leader" != '""' ]; then
+			status
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "no leader after 20s; see $dir/n*.log" >&2
+	exit 1
+}
+
+stop() {
+	for i in 1 2 3; do
+		if [ -f "$dir/n$i.pid" ]; then
+			kill -TERM "$(cat "$dir/n$i.pid")" 2>/dev/null || true
+			rm -f "$dir/n$i.pid"
+		fi
+	done
+	echo "stopped"
+}
+
+status() {
+	for i in 1 2 3; do
+		pid=$(cat "$dir/n$i.pid" 2>/dev/null || echo -)
+		echo "n$i  http://127.0.0.1:850$i  raft 127.0.0.1:830$i  pid $pid  log $dir/n$i.log"
+	done
+	echo "leader (Raft address): $(curl -s http://127.0.0.1:8501/v1/status/leader?stale || echo unknown)"
+}
+
+case "$cmd" in
+start) start ;;
+stop) stop ;;
+status) status ;;
+*) echo "usage: $0 start|stop|status [DIR]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,363 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/raft"
+)
+
+// Internal cluster endpoints, served beside the API and invisible to it.
+const (
+	internalServerPath = "/v1/internal/server"
+	internalJoinPath   = "/v1/internal/join"
+)
+
+// retryInterval paces discovery, joining and registration.
+const retryInterval = 250 * time.Millisecond
+
+// nodeInfo is what a server tells others that are forming or joining a cluster.
+type nodeInfo struct {
+	Self state.ServerInfo
+	// Known are the servers this one has heard of while forming a cluster.
+	Known []state.ServerInfo
+	// Cluster is the Raft configuration once this server has one.
+	Cluster []state.ServerInfo
+}
+
+// self describes this server.
+func (s *Server) self() state.ServerInfo {
+	return state.ServerInfo{ID: s.nodeID, Name: s.config.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.HTTPAddr()}
+}
+
+// clusterHandler routes the internal endpoints and sends the rest of the API
+// through leader forwarding.
+func (s *Server) clusterHandler(api http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(internalServerPath, s.handleServerInfo)
+	mux.Handle(internalJoinPath, s.forwarding(http.HandlerFunc(s.handleJoin)))
+	mux.Handle("/", s.forwarding(api))
+	return mux
+}
+
+func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "OPTIONS,GET")
+		http.Error(w, fmt.Sprintf("method %s not allowed", r.Method), http.StatusMethodNotAllowed)
+		return
+	}
+	info := nodeInfo{Self: s.self()}
+	s.knownMu.Lock()
+	for _, k := range s.known {
+		info.Known = append(info.Known, k)
+	}
+	s.knownMu.Unlock()
+	info.Cluster = s.raftServers()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(info)
+}
+
+// raftServers is the current Raft configuration, nil when there is none.
+func (s *Server) raftServers() []state.ServerInfo {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var out []state.ServerInfo
+	for _, srv := range f.Configuration().Servers {
+		out = append(out, state.ServerInfo{ID: string(srv.ID), RaftAddr: string(srv.Address)})
+	}
+	return out
+}
+
+// handleJoin runs on the leader (forwarding brings it there): it makes the
+// caller a voter and records its addresses.
+func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPut {
+		w.Header().Set("Allow", "OPTIONS,PUT")
+		http.Error(w, fmt.Sprintf("method %s not allowed", r.Method), http.StatusMethodNotAllowed)
+		return
+	}
+	var srv state.ServerInfo
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&srv); err != nil {
+		http.Error(w, fmt.Sprintf("Join decoding failed: %v", err), http.StatusBadRequest)
+		return
+	}
+	if srv.ID == "" || srv.RaftAddr == "" || srv.HTTPAddr == "" {
+		http.Error(w, "Join needs ID, RaftAddr and HTTPAddr", http.StatusBadRequest)
+		return
+	}
+	if err := s.addServer(srv); err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, ErrNoLeader) {
+			code = http.StatusServiceUnavailable
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte("true"))
+}
+
+// addServer makes srv a voter (unless it already is, at that address) and
+// records it in the replicated server table.
+func (s *Server) addServer(srv state.ServerInfo) error {
+	member := false
+	for _, c := range s.raftServers() {
+		if c.ID == srv.ID && c.RaftAddr == srv.RaftAddr {
+			member = true
+		}
+	}
+	if !member {
+		s.logger.Info("adding server as a voter", "id", srv.ID, "node", srv.Name, "raft_address", srv.RaftAddr)
+		if err := s.raft.AddVoter(raft.ServerID(srv.ID), raft.ServerAddress(srv.RaftAddr), 0, 0).Error(); err != nil {
+			if errors.Is(err, raft.ErrNotLeader) {
+				return ErrNoLeader
+			}
+			return fmt.Errorf("failed to add server %s as a voter: %w", srv.ID, err)
+		}
+	}
+	return s.registerServer(srv)
+}
+
+// registerServer records srv unless the record is already identical.
+func (s *Server) registerServer(srv state.ServerInfo) error {
+	_, cur, err := s.State().Server(memdb.NewWatchSet(), srv.ID)
+	if err != nil {
+		return err
+	}
+	if cur != nil && cur.Same(&srv) {
+		return nil
+	}
+	_, err = s.Apply(fsm.ServerRegisterType, &fsm.ServerRegisterRequest{Server: srv})
+	return err
+}
+
+// RemoveServer removes a server from the Raft configuration and forgets it.
+func (s *Server) RemoveServer(id string) error {
+	found := false
+	for _, c := range s.raftServers() {
+		if c.ID == id {
+			found = true
+		}
+	}
+	if !found {
+		return &statusError{code: http.StatusNotFound, msg: fmt.Sprintf("id %q was not found in the Raft configuration", id)}
+	}
+	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNoLeader
+		}
+		return fmt.Errorf("failed to remove server %s: %w", id, err)
+	}
+	_, err := s.Apply(fsm.ServerDeregisterType, &fsm.ServerDeregisterRequest{ID: id})
+	return err
+}
+
+// joinCluster forms or joins the cluster, then keeps this server's record
+// current. It runs until shutdown.
+func (s *Server) joinCluster(hasState bool) {
+	if !hasState && len(s.config.Join) > 0 {
+		s.discover()
+	}
+	s.keepRegistered()
+}
+
+// discover finds the other servers through the -join addresses. With
+// -bootstrap-expect=N, once N servers that are in no cluster know of each
+// other, each bootstraps the same configuration (all N, sorted by ID), so a
+// single cluster forms whatever the start order. A server that finds an
+// existing cluster joins it instead; if that cluster's configuration already
+// names this server, it bootstraps with exactly that configuration.
+func (s *Server) discover() {
+	me := s.self()
+	s.knownMu.Lock()
+	s.known[me.ID] = me
+	s.knownMu.Unlock()
+	lastCount := 0
+	for {
+		select {
+		case <-s.shutdownCh:
+			return
+		default:
+		}
+		var existing *nodeInfo
+		var existingAddr string
+		for _, addr := range s.discoveryAddrs() {
+			info, err := s.fetchNodeInfo(addr)
+			if err != nil {
+				s.logger.Debug("discovery: server not reachable", "address", addr, "error", err)
+				continue
+			}
+			s.knownMu.Lock()
+			s.known[info.Self.ID] = info.Self
+			for _, k := range info.Known {
+				if k.ID != "" {
+					s.known[k.ID] = k
+				}
+			}
+			s.knownMu.Unlock()
+			if len(info.Cluster) > 0 && existing == nil {
+				existing, existingAddr = info, addr
+			}
+		}
+		if len(s.raftServers()) > 0 {
+			return // configured by a leader that added us
+		}
+		if existing != nil {
+			if s.bootstrapFrom(existing.Cluster) {
+				return
+			}
+			if err := s.requestJoin(existingAddr, me); err == nil {
+				s.logger.Info("joined the cluster", "through", existingAddr)
+				return
+			} else {
+				s.logger.Debug("join failed, will retry", "through", existingAddr, "error", err)
+			}
+		} else if expect := s.config.BootstrapExpect; expect > 0 {
+			s.knownMu.Lock()
+			peers := make([]state.ServerInfo, 0, len(s.known))
+			for _, k := range s.known {
+				peers = append(peers, k)
+			}
+			s.knownMu.Unlock()
+			if len(peers) >= expect {
+				if s.bootstrapFrom(peers) {
+					return
+				}
+			} else if len(peers) != lastCount {
+				lastCount = len(peers)
+				s.logger.Info("waiting for servers before bootstrapping", "known", len(peers), "expect", expect)
+			}
+		}
+		select {
+		case <-s.shutdownCh:
+			return
+		case <-time.After(retryInterval):
+		}
+	}
+}
+
+// bootstrapFrom bootstraps with the given servers if this one is among them.
+func (s *Server) bootstrapFrom(servers []state.ServerInfo) bool {
+	sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
+	conf := raft.Configuration{}
+	in := false
+	for _, srv := range servers {
+		in = in || srv.ID == s.nodeID
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(srv.ID), Address: raft.ServerAddress(srv.RaftAddr), Suffrage: raft.Voter})
+	}
+	if !in {
+		return false
+	}
+	if err := s.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		s.logger.Error("failed to bootstrap", "error", err)
+		return false
+	}
+	s.logger.Info("bootstrapped the cluster", "servers", len(conf.Servers))
+	return true
+}
+
+// discoveryAddrs are the -join addresses plus every HTTP address learned.
+func (s *Server) discoveryAddrs() []string {
+	seen := map[string]bool{s.HTTPAddr(): true}
+	var out []string
+	add := func(a string) {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "http://"), "https://")
+		if a != "" && !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, a := range s.config.Join {
+		add(a)
+	}
+	s.knownMu.Lock()
+	for _, k := range s.known {
+		add(k.HTTPAddr)
+	}
+	s.knownMu.Unlock()
+	return out
+}
+
+func (s *Server) fetchNodeInfo(addr string) (*nodeInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+internalServerPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.clusterClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var info nodeInfo
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// requestJoin asks the cluster behind addr to add this server.
+func (s *Server) requestJoin(addr string, me state.ServerInfo) error {
+	body, _ := json.Marshal(me)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+addr+internalJoinPath, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := s.clusterClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d: %s", resp.StatusCode, msg)
+	}
+	return nil
+}
+
+// keepRegistered makes sure the replicated record of this server is current:
+// the leader writes its own, a follower asks the leader. That is how every
+// server learns where to forward requests.
+func (s *Server) keepRegistered() {
+	me := s.self()
+	for {
+		_, cur, err := s.State().Server(memdb.NewWatchSet(), me.ID)
+		if err == nil && (cur == nil || !cur.Same(&me)) {
+			if s.leaderReady.Load() {
+				err = s.registerServer(me)
+			} else if leader := s.leaderHTTPAddr(); leader != "" {
+				err = s.requestJoin(leader, me)
+			}
+			if err != nil {
+				s.logger.Debug("failed to register this server, will retry", "error", err)
+			}
+		}
+		select {
+		case <-s.shutdownCh:
+			return
+		case <-s.registerCh:
+		case <-time.After(retryInterval):
+		}
+	}
+}
