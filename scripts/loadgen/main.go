@@ -1,0 +1,150 @@
+// Command loadgen measures a ctlplane server over real HTTP: binding-rule
+// create and read throughput and latency, how fast a blocked query wakes
+// after a write, how long a write takes to wake many blocked queries, and
+// the fsync latency of the disk the data lives on.
+//
+//	go run ./scripts/loadgen -spawn                 # build and start a persistent node, measure, stop it
+//	go run ./scripts/loadgen -addr=http://127.0.0.1:8500 -scenarios=create,read
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var allScenarios = []string{"fsync", "create", "read", "wake", "fanout"}
+
+type config struct {
+	addr        string
+	spawn       bool
+	scenarios   map[string]bool
+	clients     []int
+	readClients int
+	duration    time.Duration
+	watchers    int
+	settle      time.Duration
+	wakeReps    int
+	fsyncCount  int
+	fsyncDir    string
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var cfg config
+	var scenarios, clients string
+	flag.StringVar(&cfg.addr, "addr", "http://127.0.0.1:8500", "server to measure (ignored with -spawn)")
+	flag.BoolVar(&cfg.spawn, "spawn", false, "build ctlplane, start a persistent single node in a temporary directory, measure it, then stop it and delete the directory")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run, comma-separated: "+strings.Join(allScenarios, ","))
+	flag.StringVar(&clients, "clients", "1,16,64", "create: concurrency levels, comma-separated")
+	flag.IntVar(&cfg.readClients, "read-clients", 64, "read: concurrency")
+	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "create, read: time per concurrency level")
+	flag.IntVar(&cfg.watchers, "watchers", 10000, "fanout: concurrent blocked queries")
+	flag.DurationVar(&cfg.settle, "settle", 2*time.Second, "fanout: pause after every watcher's request is sent, so the server parks them all")
+	flag.IntVar(&cfg.wakeReps, "wake-reps", 20, "wake: repetitions")
+	flag.IntVar(&cfg.fsyncCount, "fsync-count", 1000, "fsync: 4 KiB write+fsync operations")
+	flag.StringVar(&cfg.fsyncDir, "fsync-dir", os.TempDir(), "fsync: directory to measure (with -spawn: the node's data directory)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", flag.Args())
+	}
+	cfg.scenarios = map[string]bool{}
+	for _, s := range strings.Split(scenarios, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(allScenarios, s) {
+			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
+		}
+		cfg.scenarios[s] = true
+	}
+	for _, s := range strings.Split(clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad -clients value %q", s)
+		}
+		cfg.clients = append(cfg.clients, n)
+	}
+
+	// Room for every watcher's connection; a spawned server inherits it.
+	fdLimit, err := raiseFDLimit()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen: raising the file-descriptor limit:", err)
+	}
+	if cfg.scenarios["fanout"] && uint64(cfg.watchers)+256 > fdLimit {
+		fmt.Fprintf(os.Stderr, "loadgen: warning: %d watchers need more file descriptors than the limit of %d\n", cfg.watchers, fdLimit)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	target := cfg.addr
+	if cfg.spawn {
+		a, err := spawnAgent(ctx)
+		if err != nil {
+			return err
+		}
+		defer a.stop()
+		target, cfg.fsyncDir = a.url, a.dataDir
+	}
+
+	fmt.Printf("# ctlplane loadgen\n")
+	fmt.Printf("# command:    %s %s\n", filepath.Base(os.Args[0]), strings.Join(os.Args[1:], " "))
+	fmt.Printf("# go:         %s %s/%s  GOMAXPROCS=%d  NumCPU=%d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Printf("# target:     %s%s\n", target, map[bool]string{true: " (spawned persistent node: raft-boltdb with fsync)"}[cfg.spawn])
+	fmt.Printf("# fd limit:   %d\n", fdLimit)
+	fmt.Printf("# started:    %s\n\n", time.Now().Format(time.RFC3339))
+
+	b := &bench{cfg: cfg, c: newClient(target, cfg.watchers+256)}
+	if err := b.c.waitReady(ctx, 30*time.Second, nil); err != nil {
+		return err
+	}
+	steps := map[string]func(context.Context) error{
+		"fsync": b.fsync, "create": b.create, "read": b.read, "wake": b.wake, "fanout": b.fanout,
+	}
+	var runErr error
+	for _, name := range allScenarios {
+		if !cfg.scenarios[name] {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "loadgen: running %s\n", name)
+		if err := steps[name](ctx); err != nil {
+			runErr = fmt.Errorf("%s: %w", name, err)
+			break
+		}
+	}
+	b.print(os.Stdout)
+	return runErr
+}
+
+// raiseFDLimit sets the soft RLIMIT_NOFILE to the hard limit. Setting it
+// explicitly also makes child processes inherit it.
+func raiseFDLimit() (uint64, error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, err
+	}
+	rl.Cur = rl.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, err
+	}
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, err
+	}
+	return rl.Cur, nil
+}

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// requestTimeout bounds every non-blocking request.
+const requestTimeout = 60 * time.Second
+
+type bench struct {
+	cfg config
+	c   *client
+
+	mu    sync.Mutex
+	rows  []row
+	notes map[string]int // failure messages, "scenario: message" -> count
+	ids   []string       // rules created by the create scenario
+}
+
+func (b *bench) add(r row) { b.rows = append(b.rows, r) }
+
+func (b *bench) note(scenario, msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.notes == nil {
+		b.notes = map[string]int{}
+	}
+	b.notes[scenario+": "+truncate(msg, 200)]++
+}
+
+func ruleBody(authMethod, description string) []byte {
+	return fmt.Appendf(nil, `{"AuthMethod":%q,"BindType":"service","BindName":"svc-${value.name}","Selector":"value.team==a","Description":%q}`,
+		authMethod, description)
+}
+
+func (b *bench) createRule(ctx context.Context, authMethod string) (string, response) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	r := b.c.do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
+	if r.failure() != "" {
+		return "", r
+	}
+	var rule struct{ ID string }
+	if err := json.Unmarshal(r.body, &rule); err != nil || rule.ID == "" {
+		r.err = fmt.Errorf("create answered 200 without a rule ID: %s", truncate(string(r.body), 120))
+	}
+	return rule.ID, r
+}
+
+// load runs op from n goroutines until d has passed. It returns the
+// latencies of the calls that succeeded, the number that failed, and the
+// wall time from start until the last call returned.
+func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duration, op func(context.Context) response) ([]time.Duration, int, time.Duration) {
+	start := time.Now()
+	deadline := start.Add(d)
+	lats := make([][]time.Duration, n)
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+				t := time.Now()
+				r := op(rctx)
+				lat := time.Since(t)
+				cancel()
+				if f := r.failure(); f != "" {
+					errs.Add(1)
+					b.note(scenario, f)
+					continue
+				}
+				lats[w] = append(lats[w], lat)
+			}
+		}()
+	}
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	return all, int(errs.Load()), time.Since(start)
+}
+
+// fsync: write 4 KiB at a page offset of a preallocated file and fsync it,
+// as bbolt writes pages into its file, in the directory the data lives in.
+func (b *bench) fsync(ctx context.Context) error {
+	f, err := os.CreateTemp(b.cfg.fsyncDir, "loadgen-fsync-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	const pages = 1024
+	buf := make([]byte, 4096)
+	for i := range buf {
+		buf[i] = byte(rand.N(256))
+	}
+	for i := range pages {
+		if _, err := f.WriteAt(buf, int64(i)*4096); err != nil {
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	lats := make([]time.Duration, 0, b.cfg.fsyncCount)
+	for i := 0; i < b.cfg.fsyncCount && ctx.Err() == nil; i++ {
+		t := time.Now()
+		if _, err := f.WriteAt(buf, int64(i%pages)*4096); err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		lats = append(lats, time.Since(t))
+	}
+	s := summarize(lats)
+	if s == nil {
+		return ctx.Err()
+	}
+	b.add(row{scenario: "fsync", what: "4 KiB write + fsync, serial (" + b.cfg.fsyncDir + ")", clients: 1,
+		n: fmt.Sprint(len(lats)), rate: float64(time.Second) / float64(s.mean), lat: s})
+	b.add(row{scenario: "fsync", what: "ceiling, one fsync per write: 1/p50", rate: float64(time.Second) / float64(s.p50)})
+	b.add(row{scenario: "fsync", what: "ceiling, one bbolt commit (2 fdatasync) per write: 1/(2*p50)", rate: float64(time.Second) / float64(2*s.p50)})
+	return ctx.Err()
+}
+
+// create: PUT /v1/acl/binding-rule from n clients for -duration, per level.
+func (b *bench) create(ctx context.Context) error {
+	for _, n := range b.cfg.clients {
+		lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context) response {
+			id, r := b.createRule(ctx, "bench")
+			if id != "" {
+				b.mu.Lock()
+				b.ids = append(b.ids, id)
+				b.mu.Unlock()
+			}
+			return r
+		})
+		b.add(row{scenario: "create", what: "PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
+			rate: float64(len(lats)) / elapsed.Seconds(), lat: summarize(lats), errors: errs})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// read: GET /v1/acl/binding-rule/<id> of random rules made by create (or
+// 100 made here when create did not run).
+func (b *bench) read(ctx context.Context) error {
+	for len(b.ids) < 100 {
+		id, r := b.createRule(ctx, "bench")
+		if f := r.failure(); f != "" {
+			return fmt.Errorf("creating rules to read: %s", f)
+		}
+		b.ids = append(b.ids, id)
+	}
+	n := b.cfg.readClients
+	lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context) response {
+		return b.c.do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+b.ids[rand.N(len(b.ids))], nil, nil)
+	})
+	b.add(row{scenario: "read", what: fmt.Sprintf("GET /v1/acl/binding-rule/<id> (%d rules)", len(b.ids)), clients: n,
+		n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: summarize(lats), errors: errs})
+	return ctx.Err()
+}
+
+// wake: park one blocked list query, create a rule it lists, and time the
+// query's return from the create being sent and from its response.
+func (b *bench) wake(ctx context.Context) error {
+	const list = "/v1/acl/binding-rules?authmethod=bench-wake"
+	var fromSend, fromResp, writes []time.Duration
+	var errs int
+	fail := func(msg string) { errs++; b.note("wake", msg) }
+	for i := 0; i < b.cfg.wakeReps && ctx.Err() == nil; i++ {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		cur := b.c.do(rctx, http.MethodGet, list, nil, nil)
+		cancel()
+		if f := cur.failure(); f != "" {
+			fail(f)
+			continue
+		}
+		type result struct {
+			at time.Time
+			r  response
+		}
+		done := make(chan result, 1)
+		written := make(chan struct{})
+		var once sync.Once
+		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		go func() {
+			r := b.c.do(wctx, http.MethodGet, fmt.Sprintf("%s&index=%d&wait=60s", list, cur.index), nil,
+				func() { once.Do(func() { close(written) }) })
+			done <- result{time.Now(), r}
+		}()
+		// Once the request is written, give the server a moment to park it.
+		select {
+		case <-written:
+			time.Sleep(50 * time.Millisecond)
+		case res := <-done:
+			cancel()
+			fail("blocked query failed before it was sent: " + res.r.failure())
+			continue
+		}
+		select {
+		case res := <-done:
+			cancel()
+			fail(fmt.Sprintf("blocked query returned before the write (index %d, asked %d): %s", res.r.index, cur.index, res.r.failure()))
+			continue
+		default:
+		}
+		sent := time.Now()
+		_, w := b.createRule(ctx, "bench-wake")
+		got := time.Now()
+		if w.failure() != "" {
+			cancel() // nothing will wake the query
+		}
+		res := <-done
+		cancel()
+		switch {
+		case w.failure() != "":
+			fail("create: " + w.failure())
+		case res.r.failure() != "":
+			fail("blocked query: " + res.r.failure())
+		case res.r.index <= cur.index:
+			fail(fmt.Sprintf("blocked query returned index %d, not past %d", res.r.index, cur.index))
+		default:
+			fromSend = append(fromSend, res.at.Sub(sent))
+			fromResp = append(fromResp, res.at.Sub(got))
+			writes = append(writes, got.Sub(sent))
+		}
+	}
+	n := fmt.Sprint(len(fromSend))
+	b.add(row{scenario: "wake", what: "create: PUT sent -> response", clients: 1, n: n, lat: summarize(writes), errors: errs})
+	b.add(row{scenario: "wake", what: "blocked list returns, after create sent", clients: 1, n: n, lat: summarize(fromSend), errors: errs})
+	b.add(row{scenario: "wake", what: "blocked list returns, after create response (<0: before it)", clients: 1, n: n, lat: summarize(fromResp), errors: errs})
+	return ctx.Err()
+}
+
+// fanout: park -watchers blocked reads of one rule, update the rule, and
+// time every watcher's return.
+func (b *bench) fanout(ctx context.Context) error {
+	id, r := b.createRule(ctx, "bench-fanout")
+	if f := r.failure(); f != "" {
+		return fmt.Errorf("creating the watched rule: %s", f)
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	cur := b.c.do(rctx, http.MethodGet, "/v1/acl/binding-rule/"+id, nil, nil)
+	cancel()
+	if f := cur.failure(); f != "" {
+		return fmt.Errorf("reading the watched rule: %s", f)
+	}
+	path := fmt.Sprintf("/v1/acl/binding-rule/%s?index=%d&wait=120s", id, cur.index)
+
+	n := b.cfg.watchers
+	type result struct {
+		at time.Time
+		r  response
+	}
+	results := make([]result, n)
+	var returned atomic.Int64
+	// At most cap(sem) requests are being connected and sent at once: a
+	// burst of thousands of dials would overflow the listen backlog.
+	sem := make(chan struct{}, 512)
+	wctx, cancel := context.WithTimeout(ctx, 240*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var once sync.Once
+			release := func() { once.Do(func() { <-sem }) }
+			r := b.c.do(wctx, http.MethodGet, path, nil, release)
+			results[i] = result{time.Now(), r}
+			returned.Add(1)
+			release()
+		}()
+	}
+	for range cap(sem) { // every request written (or failed)
+		sem <- struct{}{}
+	}
+	opened := time.Since(start)
+	time.Sleep(b.cfg.settle)
+	early := returned.Load()
+
+	sent := time.Now()
+	body := fmt.Appendf(nil, `{"BindType":"service","BindName":"svc-fanout","Description":"fanout %d"}`, time.Now().UnixNano())
+	wctx2, cancel2 := context.WithTimeout(ctx, requestTimeout)
+	w := b.c.do(wctx2, http.MethodPut, "/v1/acl/binding-rule/"+id, body, nil)
+	cancel2()
+	got := time.Now()
+	wg.Wait()
+	b.c.tr.CloseIdleConnections()
+
+	var fromSend, fromResp []time.Duration
+	for _, res := range results {
+		switch {
+		case res.r.failure() != "":
+			b.note("fanout", res.r.failure())
+		case !res.at.After(sent):
+			b.note("fanout", "watcher returned before the write")
+		case res.r.index <= cur.index:
+			b.note("fanout", "watcher returned without a higher index")
+		default:
+			fromSend = append(fromSend, res.at.Sub(sent))
+			fromResp = append(fromResp, res.at.Sub(got))
+		}
+	}
+	var werrs int
+	if f := w.failure(); f != "" {
+		werrs = 1
+		b.note("fanout", "update: "+f)
+	}
+	if early > 0 {
+		b.note("fanout", fmt.Sprintf("%d watchers had returned before the write", early))
+	}
+	woke := fmt.Sprintf("%d/%d", len(fromSend), n)
+	b.add(row{scenario: "fanout", what: "open watchers: every blocked GET written", clients: n, n: fmt.Sprint(n),
+		rate: float64(n) / opened.Seconds(), lat: single(opened)})
+	b.add(row{scenario: "fanout", what: "update: PUT sent -> response", clients: 1, n: "1", lat: single(got.Sub(sent)), errors: werrs})
+	b.add(row{scenario: "fanout", what: "watchers returned, after update sent (max: all back)", clients: n, n: woke,
+		lat: summarize(fromSend), errors: n - len(fromSend)})
+	b.add(row{scenario: "fanout", what: "watchers returned, after update response", clients: n, n: woke,
+		lat: summarize(fromResp), errors: n - len(fromSend)})
+	if len(fromSend) < n && ctx.Err() == nil {
+		return errors.New("not every watcher returned with a higher index (see the notes)")
+	}
+	return ctx.Err()
+}
