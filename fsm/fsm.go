@@ -153,12 +153,10 @@ func (s *fsmSnapshot) Release() { s.snap.Close() }
 // blocking queries wake and re-read.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	restore := state.NewRestore()
-	if err := ReadSnapshot(rc, restore); err != nil {
-		restore.Abort()
+	fresh, err := DecodeSnapshot(rc)
+	if err != nil {
 		return err
 	}
-	fresh := restore.Commit()
 
 	f.mu.Lock()
 	old := f.state
@@ -203,4 +201,15 @@ func ReadSnapshot(r io.Reader, restore *state.Restore) error {
 			return fmt.Errorf("failed restoring snapshot record of type %d: %w", t, err)
 		}
 	}
+}
+
+// DecodeSnapshot reads a whole snapshot stream into a new, detached store:
+// a stream that does not decode to the end is refused before it is used.
+func DecodeSnapshot(r io.Reader) (*state.Store, error) {
+	restore := state.NewRestore()
+	if err := ReadSnapshot(r, restore); err != nil {
+		restore.Abort()
+		return nil, err
+	}
+	return restore.Commit(), nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // Backend is what the HTTP layer needs from a server.
@@ -32,7 +33,21 @@ type Backend interface {
 	Peers() ([]string, error)
 	KnownLeader() bool
 	LastContact() time.Duration
+
+	// RaftConfiguration is the Raft configuration and the log index it is from.
+	RaftConfiguration() (raft.Configuration, uint64, error)
+	// ServerNames maps server IDs to node names.
+	ServerNames() map[string]string
+	// RemoveServer removes a server from the cluster.
+	RemoveServer(id string) error
+	// SnapshotSave writes a snapshot archive; SnapshotRestore restores one
+	// onto the whole cluster.
+	SnapshotSave(w io.Writer) error
+	SnapshotRestore(r io.Reader) error
 }
+
+// written is returned by a handler that has written its response itself.
+var written = &struct{}{}
 
 // maxBodySize is the largest request body accepted.
 const maxBodySize = 1 << 20
@@ -52,6 +67,8 @@ func New(backend Backend, logger hclog.Logger) *Handler {
 	})
 	h.registerStatus()
 	h.registerBindingRules()
+	h.registerOperator()
+	h.registerSnapshot()
 	return h
 }
 
@@ -69,6 +86,11 @@ type methods []struct {
 type apiFunc func(w http.ResponseWriter, r *http.Request) (any, error)
 
 func (h *Handler) handle(path string, m methods) {
+	h.handleWithLimit(path, maxBodySize, m)
+}
+
+// handleWithLimit is handle with its own request body size limit.
+func (h *Handler) handleWithLimit(path string, bodyLimit int64, m methods) {
 	allow := []string{http.MethodOptions}
 	for _, e := range m {
 		allow = append(allow, e.method)
@@ -81,7 +103,7 @@ func (h *Handler) handle(path string, m methods) {
 		}
 		for _, e := range m {
 			if e.method == r.Method {
-				h.serve(w, r, e.handler)
+				h.serve(w, r, bodyLimit, e.handler)
 				return
 			}
 		}
@@ -91,7 +113,7 @@ func (h *Handler) handle(path string, m methods) {
 }
 
 // serve runs fn and writes its result or its error.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn apiFunc) {
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, bodyLimit int64, fn apiFunc) {
 	defer func() {
 		// A bug must not take the server down with it; the client sees a 500.
 		if p := recover(); p != nil {
@@ -103,7 +125,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn apiFunc) {
 		}
 	}()
 	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodySize)
+		r.Body = http.MaxBytesReader(w, r.Body, bodyLimit)
 	}
 	obj, err := fn(w, r)
 	if err != nil {
@@ -114,7 +136,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn apiFunc) {
 		writeError(w, code, msg)
 		return
 	}
-	writeJSON(w, r, obj)
+	if obj != written {
+		writeJSON(w, r, obj)
+	}
 }
 
 // apiError is an error with the status it is answered with.

@@ -87,7 +87,7 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
 	}
-	for {
+	for abandoned := false; ; {
 		s := h.backend.State()
 		ws := memdb.NewWatchSet()
 		ws.Add(s.AbandonCh())
@@ -96,11 +96,18 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 			return meta, err
 		}
 		meta.index = max(idx, 1)
-		if opts.minIndex == 0 || idx > opts.minIndex {
+		// After a snapshot restore the index may have gone back: answer
+		// then too, so that the client sees the restored state.
+		if opts.minIndex == 0 || idx > opts.minIndex || abandoned {
 			break
 		}
 		if ws.WatchCtx(ctx) != nil {
 			break // timed out: the current result is the answer
+		}
+		select {
+		case <-s.AbandonCh():
+			abandoned = true
+		default:
 		}
 		// A node that lost leadership while we waited must not answer.
 		if !opts.stale {

@@ -342,6 +342,9 @@ func (s *Server) requestJoin(addr string, me state.ServerInfo) error {
 func (s *Server) keepRegistered() {
 	me := s.self()
 	for {
+		if s.leaderReady.Load() {
+			s.forgetDepartedServers()
+		}
 		_, cur, err := s.State().Server(memdb.NewWatchSet(), me.ID)
 		if err == nil && (cur == nil || !cur.Same(&me)) {
 			if s.leaderReady.Load() {
@@ -358,6 +361,30 @@ func (s *Server) keepRegistered() {
 			return
 		case <-s.registerCh:
 		case <-time.After(retryInterval):
+		}
+	}
+}
+
+// forgetDepartedServers drops the records of servers that are not in the
+// Raft configuration (removed peers, or another cluster's servers brought in
+// by a snapshot restore).
+func (s *Server) forgetDepartedServers() {
+	members := map[string]bool{}
+	for _, c := range s.raftServers() {
+		members[c.ID] = true
+	}
+	if len(members) == 0 {
+		return
+	}
+	_, servers, err := s.State().Servers(memdb.NewWatchSet())
+	if err != nil {
+		return
+	}
+	for _, srv := range servers {
+		if !members[srv.ID] {
+			if _, err := s.Apply(fsm.ServerDeregisterType, &fsm.ServerDeregisterRequest{ID: srv.ID}); err != nil {
+				s.logger.Debug("failed to forget a departed server", "id", srv.ID, "error", err)
+			}
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
@@ -85,6 +86,7 @@ type Server struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	boltStore *raftboltdb.BoltStore // nil in dev mode
+	snapshots raft.SnapshotStore
 
 	// leaderReady is true once this node is leader and has applied every
 	// entry committed before its term (a barrier): only then may it answer
@@ -228,6 +230,7 @@ func (s *Server) setupRaft() error {
 		}
 	}
 
+	s.snapshots = snaps
 	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.transport)
 	if err != nil {
 		return fmt.Errorf("failed to start Raft: %w", err)
@@ -434,3 +437,23 @@ func (s *Server) Peers() ([]string, error) {
 }
 
 func (s *Server) isRaftLeader() bool { return s.raft.State() == raft.Leader }
+
+// RaftConfiguration is the current Raft configuration and its log index.
+func (s *Server) RaftConfiguration() (raft.Configuration, uint64, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return raft.Configuration{}, 0, fmt.Errorf("failed to read Raft configuration: %w", err)
+	}
+	return f.Configuration(), f.Index(), nil
+}
+
+// ServerNames maps the IDs of the recorded servers to their node names.
+func (s *Server) ServerNames() map[string]string {
+	out := map[string]string{}
+	if _, servers, err := s.State().Servers(memdb.NewWatchSet()); err == nil {
+		for _, srv := range servers {
+			out[srv.ID] = srv.Name
+		}
+	}
+	return out
+}

@@ -124,3 +124,25 @@ func (s *Store) TableIndex(table string) uint64 {
 	defer txn.Abort()
 	return maxIndex(txn, table)
 }
+
+// Counts returns how many objects each table holds (the index table aside).
+func (s *Store) Counts() map[string]int {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	out := map[string]int{}
+	for name := range tableSchemas {
+		if name == indexTable {
+			continue
+		}
+		iter, err := txn.Get(name, "id")
+		if err != nil {
+			panic(fmt.Sprintf("state: listing %q: %v", name, err))
+		}
+		n := 0
+		for raw := iter.Next(); raw != nil; raw = iter.Next() {
+			n++
+		}
+		out[name] = n
+	}
+	return out
+}

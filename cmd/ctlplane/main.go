@@ -13,8 +13,10 @@ var Version = "0.1.0-dev"
 const usage = `Usage: ctlplane <command> [flags]
 
 Commands:
-  agent     run a server (-dev for an in-memory one on 127.0.0.1:8500)
-  version   print the version
+  agent      run a server (-dev for an in-memory one on 127.0.0.1:8500)
+  snapshot   save, restore or inspect a snapshot archive
+  operator   raft list-peers / remove-peer
+  version    print the version
 `
 
 func main() {
@@ -30,6 +32,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "agent":
 		return runAgent(args[1:], stdout, stderr)
+	case "snapshot":
+		return runSnapshot(args[1:], stdout, stderr)
+	case "operator":
+		return runOperator(args[1:], stdout, stderr)
 	case "version", "-version", "--version", "-v":
 		fmt.Fprintf(stdout, "ctlplane v%s\n", Version)
 		return 0

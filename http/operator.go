@@ -1,0 +1,69 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/hashicorp/raft"
+)
+
+func (h *Handler) registerOperator() {
+	h.handle("/v1/operator/raft/configuration", methods{{http.MethodGet, h.raftConfiguration}})
+	h.handle("/v1/operator/raft/peer", methods{{http.MethodDelete, h.raftRemovePeer}})
+}
+
+// RaftServer is one server of the Raft configuration, as Consul shows it.
+type RaftServer struct {
+	ID              string
+	Node            string
+	Address         string
+	Leader          bool
+	ProtocolVersion string
+	Voter           bool
+}
+
+// RaftConfiguration is the answer of GET /v1/operator/raft/configuration.
+type RaftConfiguration struct {
+	Servers []RaftServer
+	Index   uint64
+}
+
+func (h *Handler) raftConfiguration(w http.ResponseWriter, r *http.Request) (any, error) {
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.stale {
+		if err := h.backend.CheckRead(opts.consistent); err != nil {
+			return nil, err
+		}
+	}
+	conf, index, err := h.backend.RaftConfiguration()
+	if err != nil {
+		return nil, err
+	}
+	names := h.backend.ServerNames()
+	leader := h.backend.Leader()
+	out := RaftConfiguration{Servers: []RaftServer{}, Index: index}
+	for _, srv := range conf.Servers {
+		out.Servers = append(out.Servers, RaftServer{
+			ID:              string(srv.ID),
+			Node:            names[string(srv.ID)],
+			Address:         string(srv.Address),
+			Leader:          string(srv.Address) == leader,
+			ProtocolVersion: "3",
+			Voter:           srv.Suffrage == raft.Voter,
+		})
+	}
+	return out, nil
+}
+
+func (h *Handler) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, error) {
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		return nil, badRequest("Must specify ?id with the ID of the server to remove")
+	}
+	if err := h.backend.RemoveServer(id); err != nil {
+		return nil, err
+	}
+	return true, nil
+}

@@ -1,0 +1,71 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/snapshot"
+	"github.com/hashicorp/raft"
+)
+
+// SnapshotSave streams a snapshot archive of this server's state to w. It
+// takes a Raft snapshot (or uses the latest when nothing is new since).
+func (s *Server) SnapshotSave(w io.Writer) error {
+	meta, rc, err := s.openSnapshot()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return snapshot.Write(w, meta, rc)
+}
+
+func (s *Server) openSnapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
+	f := s.raft.Snapshot()
+	if err := f.Error(); err == nil {
+		return f.Open()
+	} else if !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return nil, nil, fmt.Errorf("failed to take a snapshot: %w", err)
+	}
+	list, err := s.snapshots.List()
+	if err != nil || len(list) == 0 {
+		return nil, nil, fmt.Errorf("no snapshot to open: %v", err)
+	}
+	return s.snapshots.Open(list[0].ID)
+}
+
+// SnapshotRestore verifies an archive, then restores it onto the whole
+// cluster through Raft's user-restore path. Anything wrong with the archive
+// is a 400 and leaves the running state untouched.
+func (s *Server) SnapshotRestore(r io.Reader) error {
+	archive, err := snapshot.Read(r)
+	if err != nil {
+		if errors.Is(err, snapshot.ErrInvalid) {
+			return &statusError{code: http.StatusBadRequest, msg: err.Error()}
+		}
+		return err
+	}
+	defer archive.Close()
+	body, err := archive.State()
+	if err != nil {
+		return err
+	}
+	if _, err := fsm.DecodeSnapshot(body); err != nil {
+		return &statusError{code: http.StatusBadRequest, msg: fmt.Sprintf("invalid snapshot archive: the state does not decode: %v", err)}
+	}
+	if body, err = archive.State(); err != nil {
+		return err
+	}
+	if err := s.raft.Restore(archive.Meta.RaftMeta(), body, time.Minute); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNoLeader
+		}
+		return fmt.Errorf("failed to restore the snapshot: %w", err)
+	}
+	// Followers apply the restore through InstallSnapshot; a barrier makes
+	// sure this server has applied it before the client hears of success.
+	return s.raft.Barrier(time.Minute).Error()
+}
