@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -37,9 +38,34 @@ func Persistent(dir string) Option {
 	}
 }
 
-// Start starts a server (in-memory by default) and waits until it is leader
-// with its state caught up. It is shut down when the test ends.
+// HTTPAddr sets the HTTP address (host:port).
+func HTTPAddr(addr string) Option { return func(c *server.Config) { c.HTTPAddr = addr } }
+
+// Join makes the server form or join a cluster through these HTTP addresses.
+func Join(expect int, addrs ...string) Option {
+	return func(c *server.Config) {
+		c.BootstrapExpect = expect
+		c.Join = addrs
+	}
+}
+
+// RaftTimeout sets the Raft heartbeat/election timeout.
+func RaftTimeout(d time.Duration) Option { return func(c *server.Config) { c.RaftTimeout = d } }
+
+// Start starts a server (in-memory by default) and, unless it is joining a
+// cluster, waits until it is leader with its state caught up. It is shut
+// down when the test ends.
 func Start(t testing.TB, opts ...Option) *TestServer {
+	t.Helper()
+	ts := StartNoWait(t, opts...)
+	if len(ts.Config.Join) == 0 {
+		ts.WaitForLeader(t)
+	}
+	return ts
+}
+
+// StartNoWait starts a server without waiting for anything.
+func StartNoWait(t testing.TB, opts ...Option) *TestServer {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Dev = true
@@ -67,8 +93,80 @@ func Start(t testing.TB, opts ...Option) *TestServer {
 		}
 		out.done.Store(true)
 	})
-	ts.WaitForLeader(t)
 	return ts
+}
+
+// FreeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// StartCluster starts n in-memory servers that form one cluster through
+// -bootstrap-expect=n and -join, and waits until every one of them knows the
+// leader and can forward to it.
+func StartCluster(t testing.TB, n int, opts ...Option) []*TestServer {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = FreeAddr(t)
+	}
+	nodes := make([]*TestServer, n)
+	for i := range nodes {
+		o := append([]Option{HTTPAddr(addrs[i]), Join(n, addrs...), RaftTimeout(200 * time.Millisecond),
+			func(c *server.Config) { c.NodeName = fmt.Sprintf("node%d", i+1) }}, opts...)
+		nodes[i] = StartNoWait(t, o...)
+	}
+	WaitForCluster(t, nodes)
+	return nodes
+}
+
+// WaitForCluster waits until every node sees the same leader and a default
+// read through each of them succeeds (so forwarding works everywhere).
+func WaitForCluster(t testing.TB, nodes []*TestServer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ok := true
+		for _, n := range nodes {
+			resp, err := http.Get(n.URL + "/v1/acl/binding-rules")
+			if err != nil {
+				ok = false
+				break
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("cluster of %d did not become ready", len(nodes))
+}
+
+// Leader returns the node that currently leads, failing the test if none does.
+func Leader(t testing.TB, nodes []*TestServer) *TestServer {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, n := range nodes {
+			if n.CheckRead(false) == nil {
+				return n
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no leader among %d nodes", len(nodes))
+	return nil
 }
 
 // WaitForLeader waits until a default-mode read succeeds.
