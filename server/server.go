@@ -32,6 +32,9 @@ type Config struct {
 	NodeName string
 	// BindAddr is the Raft address (host:port; port 0 picks a free one).
 	BindAddr string
+	// AdvertiseAddr is the Raft address other servers use to reach this one
+	// (default: the bound address), e.g. behind a proxy or NAT.
+	AdvertiseAddr string
 	// HTTPAddr is the HTTP API address (host:port; port 0 picks a free one).
 	HTTPAddr        string
 	BootstrapExpect int
@@ -186,7 +189,13 @@ func (s *Server) setupRaft() error {
 		rc.SnapshotInterval = cfg.SnapshotInterval
 	}
 
-	s.transport, err = raft.NewTCPTransportWithLogger(cfg.BindAddr, nil, 3, 10*time.Second, s.logger.Named("raft-net"))
+	var advertise net.Addr
+	if cfg.AdvertiseAddr != "" {
+		if advertise, err = net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr); err != nil {
+			return fmt.Errorf("invalid advertise address %q: %w", cfg.AdvertiseAddr, err)
+		}
+	}
+	s.transport, err = raft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, s.logger.Named("raft-net"))
 	if err != nil {
 		return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
 	}

@@ -23,6 +23,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.StringVar(&cfg.DataDir, "data-dir", "", "directory for the Raft log, snapshots and node ID")
 	flags.StringVar(&cfg.NodeName, "node", cfg.NodeName, "name of this server")
 	bind := flags.String("bind", "", "Raft address host:port (default 127.0.0.1:8300; -dev: a free port)")
+	flags.StringVar(&cfg.AdvertiseAddr, "advertise", "", "Raft address other servers reach this one at (default: the -bind address)")
 	flags.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP API address host:port (port 0 picks a free port)")
 	flags.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "number of servers to wait for before bootstrapping the cluster")
 	flags.Var((*stringList)(&cfg.Join), "join", "HTTP address (host:port) of another server to form or join a cluster with; repeatable")

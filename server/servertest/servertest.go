@@ -49,6 +49,12 @@ func Join(expect int, addrs ...string) Option {
 	}
 }
 
+// Advertise sets the Raft address other servers reach this one at.
+func Advertise(addr string) Option { return func(c *server.Config) { c.AdvertiseAddr = addr } }
+
+// BindAddr sets the Raft bind address.
+func BindAddr(addr string) Option { return func(c *server.Config) { c.BindAddr = addr } }
+
 // RaftTimeout sets the Raft heartbeat/election timeout.
 func RaftTimeout(d time.Duration) Option { return func(c *server.Config) { c.RaftTimeout = d } }
 
