@@ -41,6 +41,10 @@ func (f *FSM) Apply(l *raft.Log) any {
 		return fmt.Errorf("empty log entry at index %d", l.Index)
 	}
 	t := MessageType(l.Data[0])
+	// The flag lets an older server skip a type it does not know; a server
+	// that knows the type applies it.
+	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
+	t &^= IgnoreUnknownTypeFlag
 	buf := l.Data[1:]
 	s := f.State()
 	switch t {
@@ -73,8 +77,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		}
 		return s.ServerDelete(l.Index, req.ID)
 	}
-	if t&IgnoreUnknownTypeFlag != 0 {
-		f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t&^IgnoreUnknownTypeFlag, "index", l.Index)
+	if ignoreUnknown {
+		f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t, "index", l.Index)
 		return nil
 	}
 	// Skipping it would silently diverge from the servers that know it.

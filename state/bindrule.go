@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-bexpr"
+	"github.com/hashicorp/go-bexpr/grammar"
 	"github.com/hashicorp/hil"
 	"github.com/hashicorp/hil/ast"
 )
@@ -42,6 +43,13 @@ func ValidateBindingRuleFields(selector, bindType, bindName string) error {
 		if _, err := bexpr.CreateEvaluator(selector); err != nil {
 			return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
 		}
+		// go-bexpr compiles a "matches" regex only when it first evaluates
+		// it; reject a bad one now, as upstream does, not at every login.
+		if ast, err := grammar.Parse("", []byte(selector)); err == nil {
+			if err := checkSelectorRegexps(ast.(grammar.Expression)); err != nil {
+				return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
+			}
+		}
 	}
 	if bindType == "" {
 		return fmt.Errorf("Invalid Binding Rule: no BindType is set")
@@ -56,6 +64,31 @@ func ValidateBindingRuleFields(selector, bindType, bindName string) error {
 	}
 	if _, err := ComputeBindName(bindType, bindName, nil); err != nil {
 		return fmt.Errorf("Invalid Binding Rule: invalid BindName or BindVars: %v", err)
+	}
+	return nil
+}
+
+// checkSelectorRegexps compiles the regular expression of every (not)
+// matches operator of a parsed selector.
+func checkSelectorRegexps(e grammar.Expression) error {
+	switch e := e.(type) {
+	case *grammar.UnaryExpression:
+		return checkSelectorRegexps(e.Operand)
+	case *grammar.BinaryExpression:
+		if err := checkSelectorRegexps(e.Left); err != nil {
+			return err
+		}
+		return checkSelectorRegexps(e.Right)
+	case *grammar.CollectionExpression:
+		if e.Inner != nil {
+			return checkSelectorRegexps(e.Inner)
+		}
+	case *grammar.MatchExpression:
+		if (e.Operator == grammar.MatchMatches || e.Operator == grammar.MatchNotMatches) && e.Value != nil {
+			if _, err := regexp.Compile(e.Value.Raw); err != nil {
+				return fmt.Errorf("Failed to compile regular expression %q: %v", e.Value.Raw, err)
+			}
+		}
 	}
 	return nil
 }

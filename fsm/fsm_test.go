@@ -1,0 +1,914 @@
+package fsm_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/raft"
+)
+
+// rulesTable is the state store's binding-rule table, as TableIndex names it.
+const rulesTable = "acl-binding-rules"
+
+const (
+	idA       = "0a1b2c3d-0000-4000-8000-000000000001"
+	idB       = "5e6f7a8b-0000-4000-8000-000000000002"
+	idC       = "9c8d7e6f-0000-4000-8000-000000000003"
+	idMissing = "11111111-2222-4333-8444-555555555555"
+)
+
+func newFSM() *fsm.FSM { return fsm.New(hclog.NewNullLogger()) }
+
+func entry(t *testing.T, idx uint64, mt fsm.MessageType, req any) *raft.Log {
+	t.Helper()
+	data, err := fsm.Encode(mt, req)
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	return &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}
+}
+
+func setReq(id, ns, method, bindName string, create bool) fsm.BindingRuleSetRequest {
+	return fsm.BindingRuleSetRequest{
+		Rule: state.BindingRule{
+			ID:          id,
+			Description: "desc " + bindName,
+			AuthMethod:  method,
+			Selector:    "value.team == " + bindName,
+			BindType:    state.BindTypeService,
+			BindName:    bindName,
+			Namespace:   ns,
+		},
+		Create: create,
+	}
+}
+
+// applyRule applies a create or update and returns the stored rule.
+func applyRule(t *testing.T, f *fsm.FSM, idx uint64, req fsm.BindingRuleSetRequest) *state.BindingRule {
+	t.Helper()
+	resp := f.Apply(entry(t, idx, fsm.BindingRuleSetType, req))
+	rule, ok := resp.(*state.BindingRule)
+	if !ok {
+		t.Fatalf("apply at %d returned %T %v, want *state.BindingRule", idx, resp, resp)
+	}
+	return rule
+}
+
+func wantStateError(t *testing.T, resp any, code state.ErrorCode, msg string) {
+	t.Helper()
+	err, ok := resp.(error)
+	if !ok {
+		t.Fatalf("response %T %v is not an error", resp, resp)
+	}
+	var se *state.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("error %T %q is not a *state.Error", err, err)
+	}
+	if se.Code != code || se.Error() != msg {
+		t.Fatalf("got %d %q, want %d %q", se.Code, se.Error(), code, msg)
+	}
+}
+
+func allRules(t *testing.T, s *state.Store) []*state.BindingRule {
+	t.Helper()
+	_, rules, err := s.BindingRules(nil, state.AllNamespaces, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+func indexes(t *testing.T, s *state.Store) []*state.IndexEntry {
+	t.Helper()
+	snap := s.Snapshot()
+	defer snap.Close()
+	out, err := snap.Indexes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// wantPanic runs fn and returns the text of its panic, failing if it does not panic.
+func wantPanic(t *testing.T, fn func()) (msg string) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		if r == nil {
+			t.Fatal("no panic")
+		}
+		msg = fmt.Sprint(r)
+	}()
+	fn()
+	return ""
+}
+
+func TestEncode(t *testing.T) {
+	data, err := fsm.Encode(fsm.BindingRuleDeleteType, fsm.BindingRuleDeleteRequest{ID: idA, Namespace: "team1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data[0] != 2 {
+		t.Fatalf("type byte %d, want 2", data[0])
+	}
+	var back fsm.BindingRuleDeleteRequest
+	if err := codec.NewDecoderBytes(data[1:], &codec.MsgpackHandle{}).Decode(&back); err != nil {
+		t.Fatal(err)
+	}
+	if back != (fsm.BindingRuleDeleteRequest{ID: idA, Namespace: "team1"}) {
+		t.Fatalf("decoded %+v", back)
+	}
+
+	data, err = fsm.Encode(fsm.BindingRuleSetType, complex(1, 2))
+	if want := "failed encoding 1 request: msgpack encode error: unsupported kind complex128, for (1+2i)"; err == nil || err.Error() != want || data != nil {
+		t.Fatalf("encoding a complex: data %x err %v, want nil %q", data, err, want)
+	}
+}
+
+func TestMessageTypeValues(t *testing.T) {
+	// These bytes are in every Raft log on disk: they must never change.
+	got := []fsm.MessageType{fsm.BindingRuleSetType, fsm.BindingRuleDeleteType,
+		fsm.ServerRegisterType, fsm.ServerDeregisterType, fsm.IgnoreUnknownTypeFlag}
+	if want := []fsm.MessageType{1, 2, 3, 4, 128}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("message types changed: %v, want %v", got, want)
+	}
+}
+
+func TestApplyBindingRuleSetCreate(t *testing.T) {
+	f := newFSM()
+	req := setReq(idA, "team1", "minikube", "web", true)
+	req.Rule.CreateIndex, req.Rule.ModifyIndex = 50, 60 // ignored
+	got := applyRule(t, f, 7, req)
+	want := &state.BindingRule{
+		ID: idA, Description: "desc web", AuthMethod: "minikube", Selector: "value.team == web",
+		BindType: "service", BindName: "web", Namespace: "team1", CreateIndex: 7, ModifyIndex: 7,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("apply returned %+v, want %+v", got, want)
+	}
+	idx, stored, err := f.State().BindingRule(nil, idA, "team1")
+	if err != nil || idx != 7 || !reflect.DeepEqual(stored, want) {
+		t.Fatalf("stored: idx %d rule %+v err %v", idx, stored, err)
+	}
+	if got := f.State().TableIndex(rulesTable); got != 7 {
+		t.Fatalf("TableIndex %d, want 7", got)
+	}
+}
+
+func TestApplyBindingRuleSetUpdate(t *testing.T) {
+	f := newFSM()
+	applyRule(t, f, 3, setReq(idA, "team1", "minikube", "web", true))
+
+	upd := setReq(idA, "team1", "", "api", false)
+	upd.Rule.BindType = state.BindTypeRole
+	upd.Rule.Selector = ""
+	upd.Rule.Description = ""
+	got := applyRule(t, f, 9, upd)
+	want := &state.BindingRule{
+		ID: idA, AuthMethod: "minikube", BindType: "role", BindName: "api", Namespace: "team1",
+		CreateIndex: 3, ModifyIndex: 9,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("update returned %+v, want %+v", got, want)
+	}
+	if _, stored, _ := f.State().BindingRule(nil, idA, "team1"); !reflect.DeepEqual(stored, want) {
+		t.Fatalf("stored %+v, want %+v", stored, want)
+	}
+	if got := f.State().TableIndex(rulesTable); got != 9 {
+		t.Fatalf("TableIndex %d, want 9", got)
+	}
+}
+
+func TestApplyBindingRuleSetErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		req  fsm.BindingRuleSetRequest
+		code state.ErrorCode
+		msg  string
+	}{
+		{"create of an existing ID", setReq(idA, "team1", "minikube", "x", true), state.ErrConflict, "binding rule " + idA + " already exists"},
+		{"create without auth method", setReq(idB, "team1", "", "x", true), state.ErrInvalid, "Invalid Binding Rule: no AuthMethod is set"},
+		{"create without namespace", setReq(idB, "", "minikube", "x", true), state.ErrInvalid, "binding rule is missing its ID or namespace"},
+		{"update of a missing rule", setReq(idMissing, "team1", "minikube", "x", false), state.ErrNotFound, "cannot find binding rule " + idMissing},
+		{"update in another namespace", setReq(idA, "default", "minikube", "x", false), state.ErrNotFound, "cannot find binding rule " + idA},
+		{"update changing the auth method", setReq(idA, "team1", "jwt", "x", false), state.ErrInvalid, "the AuthMethod field of an Binding Rule is immutable"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFSM()
+			applyRule(t, f, 3, setReq(idA, "team1", "minikube", "web", true))
+			before := allRules(t, f.State())
+
+			wantStateError(t, f.Apply(entry(t, 4, fsm.BindingRuleSetType, tc.req)), tc.code, tc.msg)
+
+			if after := allRules(t, f.State()); !reflect.DeepEqual(after, before) {
+				t.Fatalf("rejected apply changed the rules: %+v", after)
+			}
+			if got := f.State().TableIndex(rulesTable); got != 3 {
+				t.Fatalf("TableIndex %d after a rejected apply, want 3", got)
+			}
+		})
+	}
+}
+
+func TestApplyBindingRuleDelete(t *testing.T) {
+	f := newFSM()
+	applyRule(t, f, 3, setReq(idA, "team1", "minikube", "a", true))
+	applyRule(t, f, 4, setReq(idB, "default", "minikube", "b", true))
+
+	// Missing and other-namespace deletes are rejected and change nothing.
+	for _, req := range []fsm.BindingRuleDeleteRequest{
+		{ID: idMissing, Namespace: "team1"},
+		{ID: idA, Namespace: "default"},
+	} {
+		wantStateError(t, f.Apply(entry(t, 5, fsm.BindingRuleDeleteType, req)), state.ErrNotFound, "binding rule does not exist")
+	}
+	if got := f.State().TableIndex(rulesTable); got != 4 {
+		t.Fatalf("TableIndex %d after rejected deletes, want 4", got)
+	}
+	if n := len(allRules(t, f.State())); n != 2 {
+		t.Fatalf("%d rules after rejected deletes, want 2", n)
+	}
+
+	resp := f.Apply(entry(t, 6, fsm.BindingRuleDeleteType, fsm.BindingRuleDeleteRequest{ID: idA, Namespace: "team1"}))
+	if resp != nil {
+		t.Fatalf("delete returned %T %v, want nil", resp, resp)
+	}
+	rules := allRules(t, f.State())
+	if len(rules) != 1 || rules[0].ID != idB {
+		t.Fatalf("rules after delete: %+v", rules)
+	}
+	if got := f.State().TableIndex(rulesTable); got != 6 {
+		t.Fatalf("TableIndex %d, want 6", got)
+	}
+}
+
+func TestApplyEmptyEntry(t *testing.T) {
+	f := newFSM()
+	for _, data := range [][]byte{nil, {}} {
+		resp := f.Apply(&raft.Log{Index: 12, Type: raft.LogCommand, Data: data})
+		err, ok := resp.(error)
+		if !ok || err.Error() != "empty log entry at index 12" {
+			t.Fatalf("data %#v: response %T %v, want error %q", data, resp, resp, "empty log entry at index 12")
+		}
+		var se *state.Error
+		if errors.As(err, &se) {
+			t.Fatalf("empty entry reported as a state.Error %+v", se)
+		}
+	}
+}
+
+func TestApplyUnknownTypePanics(t *testing.T) {
+	for _, mt := range []fsm.MessageType{0, 3 + 60, 127} {
+		f := newFSM()
+		data := []byte{byte(mt), 0x80} // type byte, then an empty msgpack map
+		msg := wantPanic(t, func() { f.Apply(&raft.Log{Index: 21, Data: data}) })
+		if want := fmt.Sprintf("failed to apply request: unknown message type %d at index 21", mt); msg != want {
+			t.Fatalf("type %d: panic %q, want %q", mt, msg, want)
+		}
+	}
+}
+
+func TestApplyUnknownTypeIgnored(t *testing.T) {
+	f := newFSM()
+	applyRule(t, f, 3, setReq(idA, "team1", "minikube", "a", true))
+	for i, mt := range []fsm.MessageType{fsm.IgnoreUnknownTypeFlag, fsm.IgnoreUnknownTypeFlag | 63, 255} {
+		data := []byte{byte(mt), 0x80}
+		if resp := f.Apply(&raft.Log{Index: uint64(10 + i), Data: data}); resp != nil {
+			t.Fatalf("type %d: response %T %v, want nil", mt, resp, resp)
+		}
+	}
+	if got := f.State().TableIndex(rulesTable); got != 3 {
+		t.Fatalf("TableIndex %d after ignored entries, want 3", got)
+	}
+	if n := len(allRules(t, f.State())); n != 1 {
+		t.Fatalf("%d rules after ignored entries, want 1", n)
+	}
+}
+
+func TestApplyKnownTypeWithIgnoreFlag(t *testing.T) {
+	// The flag only says an older server that does not know the type may skip
+	// it; a server that knows the type applies it like any other entry.
+	f := newFSM()
+	resp := f.Apply(entry(t, 5, fsm.BindingRuleSetType|fsm.IgnoreUnknownTypeFlag, setReq(idA, "team1", "minikube", "a", true)))
+	rule, ok := resp.(*state.BindingRule)
+	if !ok || rule.ID != idA || rule.CreateIndex != 5 {
+		t.Fatalf("flagged create returned %T %+v, want the created rule", resp, resp)
+	}
+	resp = f.Apply(entry(t, 6, fsm.BindingRuleDeleteType|fsm.IgnoreUnknownTypeFlag, fsm.BindingRuleDeleteRequest{ID: idA, Namespace: "team1"}))
+	if resp != nil {
+		t.Fatalf("flagged delete returned %T %v, want nil", resp, resp)
+	}
+	if n := len(allRules(t, f.State())); n != 0 {
+		t.Fatalf("%d rules, want 0", n)
+	}
+	if got := f.State().TableIndex(rulesTable); got != 6 {
+		t.Fatalf("TableIndex %d, want 6", got)
+	}
+}
+
+func TestApplyUndecodableBodyPanics(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"set, reserved msgpack byte", []byte{byte(fsm.BindingRuleSetType), 0xc1}, "failed to decode binding rule set at index 8: "},
+		{"set, truncated", []byte{byte(fsm.BindingRuleSetType), 0x82}, "failed to decode binding rule set at index 8: "},
+		{"set, no body", []byte{byte(fsm.BindingRuleSetType)}, "failed to decode binding rule set at index 8: "},
+		{"delete, reserved msgpack byte", []byte{byte(fsm.BindingRuleDeleteType), 0xc1}, "failed to decode binding rule delete at index 8: "},
+		{"delete, no body", []byte{byte(fsm.BindingRuleDeleteType)}, "failed to decode binding rule delete at index 8: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFSM()
+			msg := wantPanic(t, func() { f.Apply(&raft.Log{Index: 8, Data: tc.data}) })
+			if !strings.HasPrefix(msg, tc.want) {
+				t.Fatalf("panic %q, want prefix %q", msg, tc.want)
+			}
+			if got := f.State().TableIndex(rulesTable); got != 1 {
+				t.Fatalf("TableIndex %d, want 1", got)
+			}
+		})
+	}
+}
+
+func TestApplyWakesWatchers(t *testing.T) {
+	f := newFSM()
+	ws := memdb.NewWatchSet()
+	if _, _, err := f.State().BindingRules(ws, state.AllNamespaces, ""); err != nil {
+		t.Fatal(err)
+	}
+	applyRule(t, f, 2, setReq(idA, "default", "m", "a", true))
+	if timedOut := ws.Watch(time.After(time.Second)); timedOut {
+		t.Fatal("list watch did not fire on an applied create")
+	}
+}
+
+// ---- snapshots ----
+
+// memSink is a raft.SnapshotSink that keeps what was written.
+type memSink struct {
+	bytes.Buffer
+	failWrite          error
+	closed, cancelled  bool
+	writesBeforeFailed int
+}
+
+func (s *memSink) Write(p []byte) (int, error) {
+	if s.failWrite != nil {
+		if s.writesBeforeFailed == 0 {
+			return 0, s.failWrite
+		}
+		s.writesBeforeFailed--
+	}
+	return s.Buffer.Write(p)
+}
+func (s *memSink) Close() error  { s.closed = true; return nil }
+func (s *memSink) ID() string    { return "mem" }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+
+// trackedReader records whether Restore closed it.
+type trackedReader struct {
+	io.Reader
+	closed bool
+}
+
+func (r *trackedReader) Close() error { r.closed = true; return nil }
+
+// persist snapshots f into memory and returns the stream.
+func persist(t *testing.T, f *fsm.FSM) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	if !sink.closed || sink.cancelled {
+		t.Fatalf("sink closed %v cancelled %v, want true false", sink.closed, sink.cancelled)
+	}
+	return sink.Bytes()
+}
+
+// seeded returns an FSM with rules in two namespaces, one updated and one deleted.
+func seeded(t *testing.T) *fsm.FSM {
+	t.Helper()
+	f := newFSM()
+	applyRule(t, f, 3, setReq(idC, "default", "minikube", "c", true))
+	applyRule(t, f, 4, setReq(idA, "team1", "jwt", "a", true))
+	applyRule(t, f, 5, setReq(idB, "default", "minikube", "b", true))
+	applyRule(t, f, 6, setReq(idMissing, "default", "minikube", "gone", true))
+	applyRule(t, f, 7, setReq(idC, "default", "", "c2", false))
+	if resp := f.Apply(entry(t, 8, fsm.BindingRuleDeleteType, fsm.BindingRuleDeleteRequest{ID: idMissing, Namespace: "default"})); resp != nil {
+		t.Fatalf("delete: %v", resp)
+	}
+	return f
+}
+
+// seededWithServers adds two servers (index 9 and 10) to seeded's rules.
+func seededWithServers(t *testing.T) *fsm.FSM {
+	t.Helper()
+	f := seeded(t)
+	for i, id := range []string{"srv-b", "srv-a"} {
+		req := fsm.ServerRegisterRequest{Server: state.ServerInfo{ID: id, Name: "n-" + id, RaftAddr: "127.0.0.1:830" + fmt.Sprint(i), HTTPAddr: "127.0.0.1:850" + fmt.Sprint(i)}}
+		if resp := f.Apply(entry(t, uint64(9+i), fsm.ServerRegisterType, req)); resp != nil {
+			t.Fatalf("register %s: %v", id, resp)
+		}
+	}
+	return f
+}
+
+func allServers(t *testing.T, s *state.Store) []*state.ServerInfo {
+	t.Helper()
+	_, out, err := s.Servers(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSnapshotRestoreRoundTripInmemStore(t *testing.T) {
+	src := seededWithServers(t)
+	wantRules := allRules(t, src.State())
+	wantServers := allServers(t, src.State())
+	wantIndexes := indexes(t, src.State())
+	if len(wantRules) != 3 || len(wantServers) != 2 ||
+		!reflect.DeepEqual(wantIndexes, []*state.IndexEntry{{Key: rulesTable, Value: 8}, {Key: "servers", Value: 10}}) {
+		t.Fatalf("seed: %d rules, %d servers, indexes %+v", len(wantRules), len(wantServers), wantIndexes)
+	}
+
+	store := raft.NewInmemSnapshotStore()
+	sink, err := store.Create(raft.SnapshotVersionMax, 8, 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+
+	meta, rc, err := store.Open(sink.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Index != 8 || meta.Size != int64(len(persist(t, src))) {
+		t.Fatalf("snapshot meta %+v", meta)
+	}
+	dst := newFSM()
+	if err := dst.Restore(rc); err != nil {
+		t.Fatal(err)
+	}
+
+	gotRules := allRules(t, dst.State())
+	if !reflect.DeepEqual(gotRules, wantRules) {
+		t.Fatalf("restored rules differ:\n got %+v\nwant %+v", gotRules, wantRules)
+	}
+	if got := allServers(t, dst.State()); !reflect.DeepEqual(got, wantServers) {
+		t.Fatalf("restored servers differ:\n got %+v\nwant %+v", got, wantServers)
+	}
+	if got := indexes(t, dst.State()); !reflect.DeepEqual(got, wantIndexes) {
+		t.Fatalf("restored indexes %+v, want %+v", got, wantIndexes)
+	}
+	if got := dst.State().TableIndex(rulesTable); got != 8 {
+		t.Fatalf("restored TableIndex %d, want 8", got)
+	}
+	if got := dst.State().TableIndex("servers"); got != 10 {
+		t.Fatalf("restored servers TableIndex %d, want 10", got)
+	}
+	if !reflect.DeepEqual(dst.State().Counts(), src.State().Counts()) {
+		t.Fatalf("restored Counts %v, want %v", dst.State().Counts(), src.State().Counts())
+	}
+	// Field-level check of one restored rule, and the per-method index.
+	_, c, _ := dst.State().BindingRule(nil, idC, "default")
+	wantC := &state.BindingRule{ID: idC, Description: "desc c2", AuthMethod: "minikube", Selector: "value.team == c2",
+		BindType: "service", BindName: "c2", Namespace: "default", CreateIndex: 3, ModifyIndex: 7}
+	if !reflect.DeepEqual(c, wantC) {
+		t.Fatalf("restored rule %+v, want %+v", c, wantC)
+	}
+	_, byMethod, _ := dst.State().BindingRules(nil, "default", "minikube")
+	if len(byMethod) != 2 || byMethod[0].ID != idB || byMethod[1].ID != idC {
+		t.Fatalf("restored authmethod list %+v", byMethod)
+	}
+
+	// The restored FSM keeps applying from there.
+	applyRule(t, dst, 9, setReq(idA, "team1", "", "a9", false))
+	if _, err := dst.State().BindingRuleSet(10, &state.BindingRule{ID: idB, Namespace: "default", AuthMethod: "m"}, true); err == nil {
+		t.Fatal("restored state accepted a duplicate ID")
+	}
+}
+
+func TestSnapshotRestoreEmpty(t *testing.T) {
+	data := persist(t, newFSM())
+	if len(data) != 0 {
+		t.Fatalf("snapshot of an empty store is %d bytes, want 0", len(data))
+	}
+	f := seeded(t)
+	old := f.State()
+	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(allRules(t, f.State())); n != 0 {
+		t.Fatalf("%d rules after restoring an empty snapshot", n)
+	}
+	if got := f.State().TableIndex(rulesTable); got != 1 {
+		t.Fatalf("TableIndex %d, want 1", got)
+	}
+	if f.State() == old {
+		t.Fatal("State() still returns the old store")
+	}
+}
+
+func TestSnapshotIsPointInTime(t *testing.T) {
+	f := seeded(t)
+	want := allRules(t, f.State())
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+
+	applyRule(t, f, 20, setReq(idMissing, "default", "jwt", "late", true))
+	f.Apply(entry(t, 21, fsm.BindingRuleDeleteType, fsm.BindingRuleDeleteRequest{ID: idA, Namespace: "team1"}))
+
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	dst := newFSM()
+	if err := dst.Restore(io.NopCloser(&sink.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	if got := allRules(t, dst.State()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot holds later writes:\n got %+v\nwant %+v", got, want)
+	}
+	if got := dst.State().TableIndex(rulesTable); got != 8 {
+		t.Fatalf("TableIndex %d, want 8", got)
+	}
+}
+
+func TestSnapshotStreamFormat(t *testing.T) {
+	// The stream is (type, object) msgpack pairs: index rows (type 1), then
+	// binding rules (type 2), then servers (type 3), each in ID order. Snapshots on disk depend on it.
+	f := seededWithServers(t)
+	var want bytes.Buffer
+	enc := codec.NewEncoder(&want, &codec.MsgpackHandle{})
+	enc.MustEncode(uint8(1))
+	enc.MustEncode(&state.IndexEntry{Key: rulesTable, Value: 8})
+	enc.MustEncode(uint8(1))
+	enc.MustEncode(&state.IndexEntry{Key: "servers", Value: 10})
+	for _, r := range allRules(t, f.State()) {
+		enc.MustEncode(uint8(2))
+		enc.MustEncode(r)
+	}
+	for _, sv := range allServers(t, f.State()) {
+		enc.MustEncode(uint8(3))
+		enc.MustEncode(sv)
+	}
+	if got := persist(t, f); !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("stream differs:\n got %x\nwant %x", got, want.Bytes())
+	}
+}
+
+func TestPersistWriteErrorCancelsSink(t *testing.T) {
+	f := seeded(t)
+	for _, okWrites := range []int{0, 1, 3} {
+		snap, err := f.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink := &memSink{failWrite: errors.New("disk full"), writesBeforeFailed: okWrites}
+		err = snap.Persist(sink)
+		snap.Release()
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("after %d writes: err %v, want disk full", okWrites, err)
+		}
+		if !sink.cancelled || sink.closed {
+			t.Fatalf("after %d writes: cancelled %v closed %v, want true false", okWrites, sink.cancelled, sink.closed)
+		}
+	}
+}
+
+func TestRestoreReplacesAndAbandonsOldStore(t *testing.T) {
+	src := newFSM()
+	applyRule(t, src, 40, setReq(idB, "team2", "ldap", "b", true))
+	data := persist(t, src)
+
+	f := seeded(t)
+	old := f.State()
+	ws := memdb.NewWatchSet()
+	if _, rule, _ := old.BindingRule(ws, idA, "team1"); rule == nil {
+		t.Fatal("seed rule missing")
+	}
+	rc := &trackedReader{Reader: bytes.NewReader(data)}
+	if err := f.Restore(rc); err != nil {
+		t.Fatal(err)
+	}
+	if !rc.closed {
+		t.Fatal("Restore did not close the snapshot reader")
+	}
+	select {
+	case <-old.AbandonCh():
+	default:
+		t.Fatal("old store's AbandonCh not closed")
+	}
+	fresh := f.State()
+	if fresh == old {
+		t.Fatal("State() still returns the old store")
+	}
+	select {
+	case <-fresh.AbandonCh():
+		t.Fatal("new store is abandoned")
+	default:
+	}
+	rules := allRules(t, fresh)
+	if len(rules) != 1 || rules[0].ID != idB || rules[0].Namespace != "team2" || rules[0].CreateIndex != 40 {
+		t.Fatalf("restored rules %+v", rules)
+	}
+	if got := fresh.TableIndex(rulesTable); got != 40 {
+		t.Fatalf("restored TableIndex %d, want 40", got)
+	}
+	// The old store is left as it was, for readers still holding it.
+	if n := len(allRules(t, old)); n != 3 {
+		t.Fatalf("old store has %d rules, want 3", n)
+	}
+	// Applies now go to the new store.
+	applyRule(t, f, 41, setReq(idC, "team2", "ldap", "c", true))
+	if n := len(allRules(t, old)); n != 3 {
+		t.Fatalf("apply after restore wrote to the old store")
+	}
+	if n := len(allRules(t, f.State())); n != 2 {
+		t.Fatalf("new store has %d rules, want 2", n)
+	}
+}
+
+func TestRestoreCorruptStreamLeavesStateUntouched(t *testing.T) {
+	valid := persist(t, seededWithServers(t))
+
+	// Offsets where a record starts: a stream cut there still decodes (the
+	// format has no trailer; raft's snapshot stores check size and CRC).
+	boundaries := recordBoundaries(t, seededWithServers(t))
+
+	type tc struct {
+		name string
+		data []byte
+		want string // error prefix
+	}
+	tests := []tc{
+		{"unknown record type", []byte{0x09, 0x80}, "unknown snapshot record type 9"},
+		{"record type not a number", []byte{0xa1, 'x'}, "failed reading snapshot record type: "},
+		{"reserved msgpack byte", []byte{0xc1}, "failed reading snapshot record type: "},
+		{"index record with a string body", []byte{0x01, 0xa1, 'x'}, "failed restoring snapshot record of type 1: "},
+		{"rule record with a bad ID", encodeRecords(t, 2, &state.BindingRule{ID: "nope", AuthMethod: "m", Namespace: "default"}), "failed restoring snapshot record of type 2: failed restoring binding rule nope: "},
+		{"server record with an empty ID", encodeRecords(t, 3, &state.ServerInfo{Name: "x"}), "failed restoring snapshot record of type 3: failed restoring server : "},
+		{"index record with an empty key", encodeRecords(t, 1, &state.IndexEntry{Value: 3}), "failed restoring snapshot record of type 1: failed restoring index \"\": "},
+		{"valid stream then garbage", append(append([]byte{}, valid...), 0x7f), "unknown snapshot record type 127"},
+	}
+	for n := 1; n < len(valid); n++ {
+		if boundaries[n] {
+			continue
+		}
+		tests = append(tests, tc{fmt.Sprintf("truncated to %d of %d bytes", n, len(valid)), valid[:n], "failed re"})
+	}
+	if len(tests) < len(valid)/2 {
+		t.Fatalf("only %d cases for a %d-byte stream", len(tests), len(valid))
+	}
+
+	for _, c := range tests {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFSM()
+			applyRule(t, f, 3, setReq(idA, "team1", "jwt", "keep", true))
+			old := f.State()
+			wantRules := allRules(t, old)
+
+			rc := &trackedReader{Reader: bytes.NewReader(c.data)}
+			err := f.Restore(rc)
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Fatalf("err %v, want prefix %q", err, c.want)
+			}
+			if !rc.closed {
+				t.Fatal("Restore did not close the reader on error")
+			}
+			if f.State() != old {
+				t.Fatal("failed restore replaced the store")
+			}
+			select {
+			case <-old.AbandonCh():
+				t.Fatal("failed restore abandoned the store")
+			default:
+			}
+			if got := allRules(t, f.State()); !reflect.DeepEqual(got, wantRules) {
+				t.Fatalf("rules changed: %+v", got)
+			}
+			if got := f.State().TableIndex(rulesTable); got != 3 {
+				t.Fatalf("TableIndex %d, want 3", got)
+			}
+		})
+	}
+}
+
+func TestReadSnapshot(t *testing.T) {
+	data := persist(t, seeded(t))
+	r := state.NewRestore()
+	if err := fsm.ReadSnapshot(bytes.NewReader(data), r); err != nil {
+		t.Fatal(err)
+	}
+	s := r.Commit()
+	if got := s.TableIndex(rulesTable); got != 8 {
+		t.Fatalf("TableIndex %d, want 8", got)
+	}
+	if ids := ruleIDList(allRules(t, s)); !reflect.DeepEqual(ids, []string{idA, idB, idC}) {
+		t.Fatalf("rules %v", ids)
+	}
+
+	r = state.NewRestore()
+	defer r.Abort()
+	if err := fsm.ReadSnapshot(bytes.NewReader([]byte{0x05}), r); err == nil || err.Error() != "unknown snapshot record type 5" {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestPersistConcurrentWithApply(t *testing.T) {
+	// A snapshot is persisted from a read transaction while applies go on;
+	// run with -race.
+	f := seeded(t)
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := uint64(0); i < 50; i++ {
+			id := fmt.Sprintf("aaaaaaaa-0000-4000-8000-%012d", i)
+			f.Apply(entry(t, 100+i, fsm.BindingRuleSetType, setReq(id, "default", "m", "x", true)))
+		}
+	}()
+	sink := &memSink{}
+	perr := snap.Persist(sink)
+	wg.Wait()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	dst := newFSM()
+	if err := dst.Restore(io.NopCloser(&sink.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(allRules(t, dst.State())); n != 3 {
+		t.Fatalf("snapshot has %d rules, want the 3 from before it was taken", n)
+	}
+	if n := len(allRules(t, f.State())); n != 53 {
+		t.Fatalf("live store has %d rules, want 53", n)
+	}
+}
+
+// ---- helpers for building streams ----
+
+func ruleIDList(rules []*state.BindingRule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// encodeRecords encodes one (type, object) record.
+func encodeRecords(t *testing.T, rt uint8, obj any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := codec.NewEncoder(&buf, &codec.MsgpackHandle{})
+	if err := enc.Encode(rt); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encode(obj); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// recordBoundaries returns the offsets at which records of f's snapshot
+// stream start, and its end.
+func recordBoundaries(t *testing.T, f *fsm.FSM) map[int]bool {
+	t.Helper()
+	out := map[int]bool{0: true}
+	n := 0
+	for _, e := range indexes(t, f.State()) {
+		n += len(encodeRecords(t, 1, e))
+		out[n] = true
+	}
+	for _, r := range allRules(t, f.State()) {
+		n += len(encodeRecords(t, 2, r))
+		out[n] = true
+	}
+	for _, sv := range allServers(t, f.State()) {
+		n += len(encodeRecords(t, 3, sv))
+		out[n] = true
+	}
+	return out
+}
+
+func TestApplyServerRegisterAndDeregister(t *testing.T) {
+	f := newFSM()
+	reg := fsm.ServerRegisterRequest{Server: state.ServerInfo{ID: "srv-1", Name: "one", RaftAddr: "10.0.0.1:8300", HTTPAddr: "10.0.0.1:8500", CreateIndex: 99}}
+	if resp := f.Apply(entry(t, 5, fsm.ServerRegisterType, reg)); resp != nil {
+		t.Fatalf("register returned %T %v, want nil", resp, resp)
+	}
+	want := &state.ServerInfo{ID: "srv-1", Name: "one", RaftAddr: "10.0.0.1:8300", HTTPAddr: "10.0.0.1:8500", CreateIndex: 5, ModifyIndex: 5}
+	idx, got, err := f.State().Server(nil, "srv-1")
+	if err != nil || idx != 5 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after register: idx %d server %+v err %v, want 5 %+v", idx, got, err, want)
+	}
+
+	reg.Server.HTTPAddr = "10.0.0.1:9500"
+	if resp := f.Apply(entry(t, 6, fsm.ServerRegisterType, reg)); resp != nil {
+		t.Fatalf("re-register returned %v", resp)
+	}
+	want = &state.ServerInfo{ID: "srv-1", Name: "one", RaftAddr: "10.0.0.1:8300", HTTPAddr: "10.0.0.1:9500", CreateIndex: 5, ModifyIndex: 6}
+	if _, got, _ := f.State().Server(nil, "srv-1"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after re-register: %+v, want %+v", got, want)
+	}
+
+	wantStateError(t, f.Apply(entry(t, 7, fsm.ServerRegisterType, fsm.ServerRegisterRequest{})), state.ErrInvalid, "server is missing its ID")
+	if got := f.State().TableIndex("servers"); got != 6 {
+		t.Fatalf("servers TableIndex %d after a rejected register, want 6", got)
+	}
+
+	// Deregistering an unknown server is a no-op.
+	if resp := f.Apply(entry(t, 8, fsm.ServerDeregisterType, fsm.ServerDeregisterRequest{ID: "nope"})); resp != nil {
+		t.Fatalf("deregister unknown returned %v", resp)
+	}
+	if got := f.State().TableIndex("servers"); got != 6 {
+		t.Fatalf("servers TableIndex %d after a no-op deregister, want 6", got)
+	}
+	if resp := f.Apply(entry(t, 9, fsm.ServerDeregisterType, fsm.ServerDeregisterRequest{ID: "srv-1"})); resp != nil {
+		t.Fatalf("deregister returned %v", resp)
+	}
+	if idx, got, _ := f.State().Server(nil, "srv-1"); got != nil || idx != 9 {
+		t.Fatalf("after deregister: idx %d server %+v", idx, got)
+	}
+	// Server entries leave the binding-rule table alone.
+	if got := f.State().TableIndex(rulesTable); got != 1 {
+		t.Fatalf("binding-rule TableIndex %d, want 1", got)
+	}
+}
+
+func TestApplyServerUndecodableBodyPanics(t *testing.T) {
+	for mt, want := range map[fsm.MessageType]string{
+		fsm.ServerRegisterType:   "failed to decode server register at index 4: ",
+		fsm.ServerDeregisterType: "failed to decode server deregister at index 4: ",
+	} {
+		f := newFSM()
+		msg := wantPanic(t, func() { f.Apply(&raft.Log{Index: 4, Data: []byte{byte(mt), 0xc1}}) })
+		if !strings.HasPrefix(msg, want) {
+			t.Fatalf("type %d: panic %q, want prefix %q", mt, msg, want)
+		}
+	}
+}
+
+func TestDecodeSnapshot(t *testing.T) {
+	src := seededWithServers(t)
+	s, err := fsm.DecodeSnapshot(bytes.NewReader(persist(t, src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s == src.State() {
+		t.Fatal("DecodeSnapshot returned the live store")
+	}
+	if !reflect.DeepEqual(allRules(t, s), allRules(t, src.State())) ||
+		!reflect.DeepEqual(allServers(t, s), allServers(t, src.State())) ||
+		!reflect.DeepEqual(indexes(t, s), indexes(t, src.State())) {
+		t.Fatal("decoded store differs from the source")
+	}
+
+	for _, bad := range [][]byte{{0x09}, {0x02}, {0xc1}} {
+		s, err := fsm.DecodeSnapshot(bytes.NewReader(bad))
+		if err == nil || s != nil {
+			t.Fatalf("stream %x: store %v err %v, want nil and an error", bad, s, err)
+		}
+	}
+	s, err = fsm.DecodeSnapshot(bytes.NewReader(nil))
+	if err != nil || s == nil || len(allRules(t, s)) != 0 || s.TableIndex(rulesTable) != 1 {
+		t.Fatalf("empty stream: store %v err %v, want an empty store", s, err)
+	}
+}
