@@ -45,54 +45,22 @@ func (f *FSM) Apply(l *raft.Log) any {
 	// that knows the type applies it.
 	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
 	t &^= IgnoreUnknownTypeFlag
-	buf := l.Data[1:]
-	s := f.State()
-	switch t {
-	case BindingRuleSetType:
-		var req BindingRuleSetRequest
-		if err := decode(buf, &req); err != nil {
-			panic(fmt.Errorf("failed to decode binding rule set at index %d: %w", l.Index, err))
+	cmd, ok := commands[t]
+	if !ok {
+		if ignoreUnknown {
+			f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t, "index", l.Index)
+			return nil
 		}
-		rule, err := s.BindingRuleSet(l.Index, &req.Rule, req.Create)
-		if err != nil {
-			return err
-		}
-		return rule
-	case BindingRuleDeleteType:
-		var req BindingRuleDeleteRequest
-		if err := decode(buf, &req); err != nil {
-			panic(fmt.Errorf("failed to decode binding rule delete at index %d: %w", l.Index, err))
-		}
-		return s.BindingRuleDelete(l.Index, req.ID, req.Namespace)
-	case ServerRegisterType:
-		var req ServerRegisterRequest
-		if err := decode(buf, &req); err != nil {
-			panic(fmt.Errorf("failed to decode server register at index %d: %w", l.Index, err))
-		}
-		return s.ServerSet(l.Index, &req.Server)
-	case ServerDeregisterType:
-		var req ServerDeregisterRequest
-		if err := decode(buf, &req); err != nil {
-			panic(fmt.Errorf("failed to decode server deregister at index %d: %w", l.Index, err))
-		}
-		return s.ServerDelete(l.Index, req.ID)
+		// Skipping it would silently diverge from the servers that know it.
+		panic(fmt.Errorf("failed to apply request: unknown message type %d at index %d", t, l.Index))
 	}
-	if ignoreUnknown {
-		f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t, "index", l.Index)
-		return nil
+	resp, err := cmd.apply(f.State(), l.Index, l.Data[1:])
+	if err != nil {
+		// Every server would fail the same way: stop rather than diverge.
+		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, l.Index, err))
 	}
-	// Skipping it would silently diverge from the servers that know it.
-	panic(fmt.Errorf("failed to apply request: unknown message type %d at index %d", t, l.Index))
+	return resp
 }
-
-// snapshot record types.
-type recordType uint8
-
-const (
-	indexRecord       recordType = 1
-	bindingRuleRecord recordType = 2
-	serverRecord      recordType = 3
-)
 
 // Snapshot captures the store in O(1); Persist streams it later.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
@@ -103,7 +71,9 @@ type fsmSnapshot struct {
 	snap *state.Snapshot
 }
 
-// Persist writes (type, object) records for every table.
+// Persist writes the snapshot stream: a (table name, row) record for every
+// row of every table, then an end record ("", number of rows) so that a
+// stream cut anywhere is detected.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err := s.write(sink); err != nil {
 		sink.Cancel()
@@ -114,54 +84,40 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *fsmSnapshot) write(w io.Writer) error {
 	enc := codec.NewEncoder(w, msgpackHandle)
-	record := func(t recordType, obj any) error {
-		if err := enc.Encode(t); err != nil {
-			return err
+	var rows uint64
+	for _, table := range state.Tables() {
+		all, err := s.snap.Rows(table)
+		if err != nil {
+			return fmt.Errorf("failed reading %s for the snapshot: %w", table, err)
 		}
-		return enc.Encode(obj)
+		for _, row := range all {
+			if err := enc.Encode(table); err != nil {
+				return err
+			}
+			if err := enc.Encode(row); err != nil {
+				return err
+			}
+			rows++
+		}
 	}
-	indexes, err := s.snap.Indexes()
-	if err != nil {
+	if err := enc.Encode(""); err != nil {
 		return err
 	}
-	for _, e := range indexes {
-		if err := record(indexRecord, e); err != nil {
-			return err
-		}
-	}
-	rules, err := s.snap.BindingRules()
-	if err != nil {
-		return err
-	}
-	for _, r := range rules {
-		if err := record(bindingRuleRecord, r); err != nil {
-			return err
-		}
-	}
-	servers, err := s.snap.Servers()
-	if err != nil {
-		return err
-	}
-	for _, srv := range servers {
-		if err := record(serverRecord, srv); err != nil {
-			return err
-		}
-	}
-	return nil
+	return enc.Encode(rows)
 }
 
 func (s *fsmSnapshot) Release() { s.snap.Close() }
 
 // Restore replaces the whole state with the snapshot's, atomically: the new
 // store is built aside and swapped in, then the old one is abandoned so that
-// blocking queries wake and re-read.
+// blocking queries wake and re-read. A stream that fails to decode changes
+// nothing.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	fresh, err := DecodeSnapshot(rc)
 	if err != nil {
 		return err
 	}
-
 	f.mu.Lock()
 	old := f.state
 	f.state = fresh
@@ -173,37 +129,40 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // ReadSnapshot decodes a snapshot stream into restore.
 func ReadSnapshot(r io.Reader, restore *state.Restore) error {
 	dec := codec.NewDecoder(r, msgpackHandle)
+	var rows uint64
 	for {
-		var t recordType
-		if err := dec.Decode(&t); err != nil {
+		var table string
+		if err := dec.Decode(&table); err != nil {
 			if err == io.EOF {
-				return nil
+				return fmt.Errorf("snapshot is truncated: it ends after %d rows without its end record", rows)
 			}
-			return fmt.Errorf("failed reading snapshot record type: %w", err)
+			return fmt.Errorf("failed reading snapshot record: %w", err)
 		}
-		var err error
-		switch t {
-		case indexRecord:
-			var e state.IndexEntry
-			if err = dec.Decode(&e); err == nil {
-				err = restore.Index(&e)
+		if table == "" {
+			var want uint64
+			if err := dec.Decode(&want); err != nil {
+				return fmt.Errorf("failed reading snapshot end record: %w", err)
 			}
-		case bindingRuleRecord:
-			var rule state.BindingRule
-			if err = dec.Decode(&rule); err == nil {
-				err = restore.BindingRule(&rule)
+			if want != rows {
+				return fmt.Errorf("snapshot has %d rows, its end record says %d", rows, want)
 			}
-		case serverRecord:
-			var srv state.ServerInfo
-			if err = dec.Decode(&srv); err == nil {
-				err = restore.Server(&srv)
+			var extra string
+			if err := dec.Decode(&extra); err != io.EOF {
+				return fmt.Errorf("snapshot has data after its end record")
 			}
-		default:
-			return fmt.Errorf("unknown snapshot record type %d", t)
+			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("failed restoring snapshot record of type %d: %w", t, err)
+		row := state.NewRow(table)
+		if row == nil {
+			return fmt.Errorf("unknown snapshot table %q", table)
 		}
+		if err := dec.Decode(row); err != nil {
+			return fmt.Errorf("failed reading a row of %s: %w", table, err)
+		}
+		if err := restore.Insert(table, row); err != nil {
+			return err
+		}
+		rows++
 	}
 }
 

@@ -3,6 +3,8 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"reflect"
+	"time"
 
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -16,6 +18,18 @@ const (
 	BindingRuleDeleteType MessageType = 2
 	ServerRegisterType    MessageType = 3
 	ServerDeregisterType  MessageType = 4
+
+	ACLPolicySetType        MessageType = 5
+	ACLPolicyDeleteType     MessageType = 6
+	ACLTokenSetType         MessageType = 7
+	ACLTokenDeleteType      MessageType = 8
+	ACLRoleSetType          MessageType = 9
+	ACLRoleDeleteType       MessageType = 10
+	ACLAuthMethodSetType    MessageType = 11
+	ACLAuthMethodDeleteType MessageType = 12
+	ACLBootstrapType        MessageType = 13
+	ACLInitType             MessageType = 14
+	ACLTokenReapType        MessageType = 15
 )
 
 // IgnoreUnknownTypeFlag marks an entry that an older server may skip: an
@@ -44,8 +58,57 @@ type ServerDeregisterRequest struct {
 	ID string
 }
 
-// msgpackHandle is shared by log entries and snapshots.
-var msgpackHandle = &codec.MsgpackHandle{}
+// ACLPolicySetRequest creates or replaces a policy.
+type ACLPolicySetRequest struct{ Policy state.ACLPolicy }
+
+// ACLPolicyDeleteRequest deletes a policy.
+type ACLPolicyDeleteRequest struct{ ID string }
+
+// ACLTokenSetRequest creates (Create) or replaces a token; also the bootstrap token.
+type ACLTokenSetRequest struct {
+	Token  state.ACLToken
+	Create bool
+}
+
+// ACLTokenDeleteRequest deletes a token.
+type ACLTokenDeleteRequest struct{ AccessorID string }
+
+// ACLTokenReapRequest deletes the listed tokens that have expired at Now.
+type ACLTokenReapRequest struct {
+	AccessorIDs []string
+	Now         time.Time
+}
+
+// ACLRoleSetRequest creates or replaces a role.
+type ACLRoleSetRequest struct{ Role state.ACLRole }
+
+// ACLRoleDeleteRequest deletes a role.
+type ACLRoleDeleteRequest struct{ ID string }
+
+// ACLAuthMethodSetRequest creates (Create) or replaces an auth method.
+type ACLAuthMethodSetRequest struct {
+	Method state.ACLAuthMethod
+	Create bool
+}
+
+// ACLAuthMethodDeleteRequest deletes an auth method, its rules and its tokens.
+type ACLAuthMethodDeleteRequest struct{ Name string }
+
+// ACLInitRequest makes sure the built-in ACL objects exist.
+type ACLInitRequest struct {
+	ManagementPolicy state.ACLPolicy
+	Anonymous        state.ACLToken
+	Initial          *state.ACLToken
+}
+
+// msgpackHandle is shared by log entries and snapshots. Free-form values
+// (an auth method's Config) decode as JSON would: strings and string-keyed maps.
+var msgpackHandle = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.RawToString = true
+	h.MapType = reflect.TypeOf(map[string]any(nil))
+	return h
+}()
 
 // Encode turns a request into a log entry: the type byte, then msgpack.
 func Encode(t MessageType, req any) ([]byte, error) {

@@ -36,7 +36,7 @@ func init() {
 			// Exact name; a non-unique index keeps entries of one method in ID order.
 			"authmethod": {Name: "authmethod", Indexer: &memdb.StringFieldIndex{Field: "AuthMethod"}},
 		},
-	})
+	}, func() any { return new(BindingRule) })
 }
 
 // BindingRule returns the rule with that ID in namespace ns (AllNamespaces:

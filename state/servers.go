@@ -30,7 +30,7 @@ func init() {
 		Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
 		},
-	})
+	}, func() any { return new(ServerInfo) })
 }
 
 // Server returns the server with that Raft ID, or nil.

@@ -60,3 +60,33 @@ func (r *Restore) Commit() *Store {
 
 // Abort drops the half-filled store.
 func (r *Restore) Abort() { r.txn.Abort() }
+
+// Rows returns every row of a table, in its ID order.
+func (s *Snapshot) Rows(table string) ([]any, error) {
+	iter, err := s.txn.Get(table, "id")
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// NewRow returns an empty row of table to decode into, or nil for an
+// unknown table.
+func NewRow(table string) any {
+	if f := newRow[table]; f != nil {
+		return f()
+	}
+	return nil
+}
+
+// Insert restores one row of a table as it was.
+func (r *Restore) Insert(table string, row any) error {
+	if err := r.txn.Insert(table, row); err != nil {
+		return fmt.Errorf("failed restoring a row of %s: %w", table, err)
+	}
+	return nil
+}

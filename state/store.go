@@ -5,6 +5,7 @@ package state
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/hashicorp/go-memdb"
@@ -29,6 +30,8 @@ const (
 	ErrInvalid
 	// ErrConflict: the write collides with an existing object.
 	ErrConflict
+	// ErrForbidden: the write is not allowed any more (e.g. a second bootstrap).
+	ErrForbidden
 )
 
 // Error is a state-store rejection of a write. Its message is meant for the user.
@@ -43,17 +46,95 @@ func errorf(code ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// tableSchemas is filled by each table family's file from its init.
-var tableSchemas = map[string]*memdb.TableSchema{
-	indexTable: {
+// tableSchemas is filled by each table family's file from its init, with
+// newRow, which makes an empty row of the table (for snapshot restore).
+var (
+	tableSchemas = map[string]*memdb.TableSchema{}
+	newRow       = map[string]func() any{}
+)
+
+func init() {
+	registerTable(&memdb.TableSchema{
 		Name: indexTable,
 		Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Key"}},
 		},
-	},
+	}, func() any { return new(IndexEntry) })
 }
 
-func registerTable(s *memdb.TableSchema) { tableSchemas[s.Name] = s }
+func registerTable(s *memdb.TableSchema, row func() any) {
+	tableSchemas[s.Name] = s
+	newRow[s.Name] = row
+}
+
+// Tables lists every table name, sorted, the index table first.
+func Tables() []string {
+	out := []string{indexTable}
+	for name := range tableSchemas {
+		if name != indexTable {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out[1:])
+	return out
+}
+
+// getOne reads the first row of table matching index = args, watching it,
+// with the table's index.
+func getOne[T any](s *Store, ws memdb.WatchSet, table, index string, args ...any) (uint64, *T, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	ch, raw, err := txn.FirstWatch(table, index, args...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed %s lookup: %w", table, err)
+	}
+	ws.Add(ch)
+	idx := maxIndex(txn, table)
+	if raw == nil {
+		return idx, nil, nil
+	}
+	return idx, raw.(*T), nil
+}
+
+// getAll lists the rows of table that keep accepts, in ID order.
+func getAll[T any](s *Store, ws memdb.WatchSet, table string, keep func(*T) bool) (uint64, []*T, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := txn.Get(table, "id")
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed %s list: %w", table, err)
+	}
+	ws.Add(iter.WatchCh())
+	out := []*T{}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if row := raw.(*T); keep(row) {
+			out = append(out, row)
+		}
+	}
+	return maxIndex(txn, table), out, nil
+}
+
+// deleteOne deletes the row of table matching index = key at Raft index idx;
+// a missing row is ErrNotFound with msg.
+func deleteOne(s *Store, idx uint64, table, index, key, msg string) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	raw, err := txn.First(table, index, key)
+	if err != nil {
+		return fmt.Errorf("failed %s lookup: %w", table, err)
+	}
+	if raw == nil {
+		return errorf(ErrNotFound, "%s", msg)
+	}
+	if err := txn.Delete(table, raw); err != nil {
+		return fmt.Errorf("failed deleting from %s: %w", table, err)
+	}
+	if err := setIndex(txn, table, idx); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
 
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: tableSchemas}
