@@ -71,7 +71,7 @@ func missingBindingRuleID(http.ResponseWriter, *http.Request) (any, error) {
 }
 
 func (h *Handler) bindingRuleRead(w http.ResponseWriter, r *http.Request) (any, error) {
-	id, err := pathID(r, "binding rule")
+	ruleID, err := pathID(r, "binding rule")
 	if err != nil {
 		return nil, err
 	}
@@ -79,13 +79,17 @@ func (h *Handler) bindingRuleRead(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	ns, err := resolveNamespace(r, "", false)
+	id, err := h.require(r, permACLRead)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := resolveNamespace(r, "", id, false)
 	if err != nil {
 		return nil, err
 	}
 	var rule *state.BindingRule
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, found, err := s.BindingRule(ws, id, ns)
+		idx, found, err := s.BindingRule(ws, ruleID, ns)
 		rule = found
 		return idx, err
 	})
@@ -104,7 +108,11 @@ func (h *Handler) bindingRuleList(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	ns, err := resolveNamespace(r, "", true)
+	id, err := h.require(r, permACLRead)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := resolveNamespace(r, "", id, true)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +142,10 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 			return nil, err
 		}
 	}
+	id, err := h.require(r, permACLWrite)
+	if err != nil {
+		return nil, err
+	}
 	var req bindingRuleRequest
 	if err := decodeBody(r, "BindingRule", &req); err != nil {
 		return nil, err
@@ -141,7 +153,7 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 	if req.ID != "" && req.ID != pathVal {
 		return nil, badRequest("BindingRule ID in URL and payload do not match")
 	}
-	ns, err := resolveNamespace(r, req.Namespace, false)
+	ns, err := resolveNamespace(r, req.Namespace, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -185,15 +197,19 @@ func (h *Handler) newBindingRuleID() string {
 }
 
 func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any, error) {
-	id, err := pathID(r, "binding rule")
+	ruleID, err := pathID(r, "binding rule")
 	if err != nil {
 		return nil, err
 	}
-	ns, err := resolveNamespace(r, "", false)
+	id, err := h.require(r, permACLWrite)
 	if err != nil {
 		return nil, err
 	}
-	_, err = h.backend.Apply(fsm.BindingRuleDeleteType, &fsm.BindingRuleDeleteRequest{ID: id, Namespace: ns})
+	ns, err := resolveNamespace(r, "", id, false)
+	if err != nil {
+		return nil, err
+	}
+	_, err = h.backend.Apply(fsm.BindingRuleDeleteType, &fsm.BindingRuleDeleteRequest{ID: ruleID, Namespace: ns})
 	if se, ok := err.(*state.Error); ok && se.Code == state.ErrNotFound {
 		return nil, notFound("Cannot find binding rule to delete")
 	}

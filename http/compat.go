@@ -23,3 +23,12 @@ func headerPrefixes(r *http.Request) []string {
 	}
 	return []string{servicePrefix}
 }
+
+// compatToken is the token the official clients send: X-Consul-Token
+// (consul/api) or X-Nomad-Token (nomad/api).
+func compatToken(r *http.Request) string {
+	if t := strings.TrimSpace(r.Header.Get("X-Consul-Token")); t != "" {
+		return t
+	}
+	return strings.TrimSpace(r.Header.Get("X-Nomad-Token"))
+}

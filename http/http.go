@@ -44,6 +44,13 @@ type Backend interface {
 	// onto the whole cluster.
 	SnapshotSave(w io.Writer) error
 	SnapshotRestore(r io.Reader) error
+
+	// ACLEnabled says whether access control is on.
+	ACLEnabled() bool
+	// IsDev says whether this is an in-memory development agent.
+	IsDev() bool
+	// Datacenter is the cluster's datacenter name.
+	Datacenter() string
 }
 
 // written is returned by a handler that has written its response itself.
@@ -54,9 +61,10 @@ const maxBodySize = 1 << 20
 
 // Handler serves the API.
 type Handler struct {
-	backend Backend
-	logger  hclog.Logger
-	router  *mux.Router
+	backend     Backend
+	logger      hclog.Logger
+	router      *mux.Router
+	policyCache policyCache
 }
 
 // New returns the API handler over backend.

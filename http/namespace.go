@@ -10,15 +10,18 @@ import (
 var namespaceRE = regexp.MustCompile(`^[a-zA-Z0-9\-_]{1,64}$`)
 
 // resolveNamespace picks the namespace of a request: the body's, then the
-// ns query parameter, then the X-Service-Namespace header, then default.
-// allowAll admits the list wildcard "*".
-func resolveNamespace(r *http.Request, body string, allowAll bool) (string, error) {
+// ns query parameter, then the X-Service-Namespace header, then the token's,
+// then default. allowAll admits the list wildcard "*".
+func resolveNamespace(r *http.Request, body string, id *identity, allowAll bool) (string, error) {
 	ns := body
 	if ns == "" {
 		ns = r.URL.Query().Get("ns")
 	}
 	if ns == "" {
 		ns = r.Header.Get(servicePrefix + "Namespace")
+	}
+	if ns == "" {
+		ns = id.namespace()
 	}
 	if ns == "" {
 		return state.DefaultNamespace, nil

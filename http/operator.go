@@ -32,6 +32,9 @@ func (h *Handler) raftConfiguration(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, err
 	}
+	if _, err := h.require(r, permOperatorRead); err != nil {
+		return nil, err
+	}
 	if !opts.stale {
 		if err := h.backend.CheckRead(opts.consistent); err != nil {
 			return nil, err
@@ -58,6 +61,9 @@ func (h *Handler) raftConfiguration(w http.ResponseWriter, r *http.Request) (any
 }
 
 func (h *Handler) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, error) {
+	if _, err := h.require(r, permOperatorWrite); err != nil {
+		return nil, err
+	}
 	id := r.URL.Query().Get("id")
 	if id == "" {
 		return nil, badRequest("Must specify ?id with the ID of the server to remove")

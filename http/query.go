@@ -87,7 +87,7 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
 	}
-	for abandoned := false; ; {
+	for abandoned, timedOut := false, false; ; {
 		s := h.backend.State()
 		ws := memdb.NewWatchSet()
 		ws.Add(s.AbandonCh())
@@ -98,11 +98,14 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 		meta.index = max(idx, 1)
 		// After a snapshot restore the index may have gone back: answer
 		// then too, so that the client sees the restored state.
-		if opts.minIndex == 0 || idx > opts.minIndex || abandoned {
+		if opts.minIndex == 0 || idx > opts.minIndex || abandoned || timedOut {
 			break
 		}
 		if ws.WatchCtx(ctx) != nil {
-			break // timed out: the current result is the answer
+			// Timed out: read once more, so that the answer carries the
+			// current index even when what we watched did not change.
+			timedOut = true
+			continue
 		}
 		select {
 		case <-s.AbandonCh():

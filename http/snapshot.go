@@ -35,6 +35,9 @@ func (h *Handler) snapshotSave(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
+	if _, err := h.requireManagement(r); err != nil {
+		return nil, err
+	}
 	if !opts.stale {
 		if err := h.backend.CheckRead(opts.consistent); err != nil {
 			return nil, err
@@ -54,6 +57,9 @@ func (h *Handler) snapshotSave(w http.ResponseWriter, r *http.Request) (any, err
 }
 
 func (h *Handler) snapshotRestore(w http.ResponseWriter, r *http.Request) (any, error) {
+	if _, err := h.requireManagement(r); err != nil {
+		return nil, err
+	}
 	if err := h.backend.SnapshotRestore(r.Body); err != nil {
 		return nil, err
 	}

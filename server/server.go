@@ -44,6 +44,15 @@ type Config struct {
 	// RaftTimeout is the heartbeat and election timeout; the leader lease is
 	// half of it. Shorter is faster failover, longer is fewer false elections.
 	RaftTimeout time.Duration
+	// ACLEnabled turns access control on: anything not granted is denied.
+	ACLEnabled bool
+	// ACLInitialManagementToken, when set, is created as a management token.
+	ACLInitialManagementToken string
+	// Datacenter names this cluster (node identities minted at login carry it).
+	Datacenter string
+	// TokenReapInterval is how often the leader deletes expired tokens.
+	TokenReapInterval time.Duration
+
 	// SnapshotThreshold is how many log entries trigger a snapshot.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -61,6 +70,9 @@ func DefaultConfig() *Config {
 		RaftTimeout:       time.Second,
 		SnapshotThreshold: 8192,
 		SnapshotInterval:  30 * time.Second,
+		ACLEnabled:        true,
+		Datacenter:        "dc1",
+		TokenReapInterval: 30 * time.Second,
 	}
 }
 
@@ -140,6 +152,12 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if cfg.RaftTimeout <= 0 {
 		cfg.RaftTimeout = time.Second
+	}
+	if cfg.TokenReapInterval <= 0 {
+		cfg.TokenReapInterval = 30 * time.Second
+	}
+	if cfg.Datacenter == "" {
+		cfg.Datacenter = "dc1"
 	}
 	s := &Server{
 		config:      cfg,
@@ -277,10 +295,15 @@ func (s *Server) loadNodeID() (string, error) {
 func (s *Server) monitorLeadership() {
 	defer close(s.monitorDone)
 	leaderCh := s.raft.LeaderCh()
+	var stopLeaderLoops chan struct{}
 	for {
 		select {
 		case isLeader := <-leaderCh:
 			s.leaderReady.Store(false)
+			if stopLeaderLoops != nil {
+				close(stopLeaderLoops)
+				stopLeaderLoops = nil
+			}
 			if !isLeader {
 				s.logger.Info("cluster leadership lost")
 				continue
@@ -292,11 +315,16 @@ func (s *Server) monitorLeadership() {
 			}
 			s.leaderReady.Store(true)
 			s.logger.Info("cluster leadership acquired")
+			stopLeaderLoops = make(chan struct{})
+			go s.leaderACLLoop(stopLeaderLoops)
 			select {
 			case s.registerCh <- struct{}{}:
 			default:
 			}
 		case <-s.shutdownCh:
+			if stopLeaderLoops != nil {
+				close(stopLeaderLoops)
+			}
 			return
 		}
 	}
@@ -466,3 +494,12 @@ func (s *Server) ServerNames() map[string]string {
 	}
 	return out
 }
+
+// ACLEnabled says whether access control is on.
+func (s *Server) ACLEnabled() bool { return s.config.ACLEnabled }
+
+// Datacenter is the cluster's datacenter name.
+func (s *Server) Datacenter() string { return s.config.Datacenter }
+
+// IsDev says whether this is an in-memory development agent.
+func (s *Server) IsDev() bool { return s.config.Dev }

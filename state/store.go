@@ -4,6 +4,7 @@
 package state
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sort"
 	"sync"
@@ -226,4 +227,15 @@ func (s *Store) Counts() map[string]int {
 		out[name] = n
 	}
 	return out
+}
+
+// HashOf is a content hash of an object's fields, shown as its Hash so that
+// clients can tell whether it changed.
+func HashOf(fields ...string) []byte {
+	h := sha256.New()
+	for _, f := range fields {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return h.Sum(nil)
 }

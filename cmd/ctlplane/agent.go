@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,9 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	raftTimeout := flags.Duration("raft-timeout", 0, "Raft heartbeat and election timeout (default 1s; -dev: 100ms)")
 	flags.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "log entries between Raft snapshots")
 	flags.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often to check whether a snapshot is due")
+	aclEnabled := flags.String("acl-enabled", "", "turn access control on or off (default: on, off with -dev)")
+	flags.StringVar(&cfg.ACLInitialManagementToken, "acl-initial-management-token", "", "secret of a management token to create at first start")
+	flags.StringVar(&cfg.Datacenter, "datacenter", cfg.Datacenter, "datacenter name")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := flags.Bool("log-json", false, "log in JSON")
 	if err := flags.Parse(args); err != nil {
@@ -46,6 +50,15 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
 
+	cfg.ACLEnabled = !cfg.Dev
+	if *aclEnabled != "" {
+		on, err := strconv.ParseBool(*aclEnabled)
+		if err != nil {
+			fmt.Fprintf(stderr, "invalid -acl-enabled %q: use true or false\n", *aclEnabled)
+			return 1
+		}
+		cfg.ACLEnabled = on
+	}
 	cfg.BindAddr = *bind
 	cfg.RaftTimeout = *raftTimeout
 	if cfg.Dev {

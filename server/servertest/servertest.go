@@ -38,6 +38,15 @@ func Persistent(dir string) Option {
 	}
 }
 
+// ACL turns access control on, with initial as the secret of a management
+// token ("" for none).
+func ACL(initial string) Option {
+	return func(c *server.Config) {
+		c.ACLEnabled = true
+		c.ACLInitialManagementToken = initial
+	}
+}
+
 // HTTPAddr sets the HTTP address (host:port).
 func HTTPAddr(addr string) Option { return func(c *server.Config) { c.HTTPAddr = addr } }
 
@@ -79,6 +88,7 @@ func StartNoWait(t testing.TB, opts ...Option) *TestServer {
 	cfg.BindAddr = "127.0.0.1:0"
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.RaftTimeout = 100 * time.Millisecond
+	cfg.ACLEnabled = false
 	out := &testWriter{t: t}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: out})
 	for _, o := range opts {
