@@ -210,7 +210,7 @@ func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any
 		return nil, err
 	}
 	_, err = h.backend.Apply(fsm.BindingRuleDeleteType, &fsm.BindingRuleDeleteRequest{ID: ruleID, Namespace: ns})
-	if se, ok := err.(*state.Error); ok && se.Code == state.ErrNotFound {
+	if isNotFound(err) {
 		return nil, notFound("Cannot find binding rule to delete")
 	}
 	if err != nil {

@@ -75,6 +75,9 @@ func New(backend Backend, logger hclog.Logger) *Handler {
 	})
 	h.registerStatus()
 	h.registerBindingRules()
+	h.registerPolicies()
+	h.registerTokens()
+	h.registerRoles()
 	h.registerOperator()
 	h.registerSnapshot()
 	return h
@@ -163,6 +166,12 @@ func badRequest(format string, args ...any) error {
 
 func notFound(msg string) error { return &apiError{code: http.StatusNotFound, msg: msg} }
 
+// isNotFound says whether err is the state store's not-found rejection.
+func isNotFound(err error) bool {
+	var se *state.Error
+	return errors.As(err, &se) && se.Code == state.ErrNotFound
+}
+
 // errorStatus picks the status of an error: our own, the backend's (an
 // error with a StatusCode method), the state store's, or 500.
 func errorStatus(err error) (int, string) {
@@ -183,6 +192,8 @@ func errorStatus(err error) (int, string) {
 			return http.StatusBadRequest, se.Msg
 		case state.ErrConflict:
 			return http.StatusConflict, se.Msg
+		case state.ErrForbidden:
+			return http.StatusForbidden, se.Msg
 		}
 	}
 	var tooLarge *http.MaxBytesError

@@ -1,0 +1,185 @@
+package http
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-memdb"
+)
+
+func (h *Handler) registerPolicies() {
+	h.handle("/v1/acl/policies", methods{{http.MethodGet, h.policyList}})
+	h.handle("/v1/acl/policy", methods{{http.MethodPut, h.policyWrite}})
+	h.handle("/v1/acl/policy/name/{name:.+}", methods{{http.MethodGet, h.policyReadByName}})
+	h.handle("/v1/acl/policy/{id:.+}", methods{
+		{http.MethodGet, h.policyRead},
+		{http.MethodPut, h.policyWrite},
+		{http.MethodDelete, h.policyDelete},
+	})
+}
+
+// policyRequest is the body of policy create and update; the output fields
+// clients send back are known and ignored.
+type policyRequest struct {
+	ID          string
+	Name        string
+	Description string
+	Rules       string
+	Datacenters []string
+	Hash        []byte
+	Namespace   string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// policyListEntry is a policy as the list shows it: without its rules.
+type policyListEntry struct {
+	ID          string
+	Name        string
+	Description string
+	Datacenters []string `json:",omitempty"`
+	Hash        []byte
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+var aclNameRE = regexp.MustCompile(`^[A-Za-z0-9\-_]{1,128}$`)
+
+func (h *Handler) policyList(w http.ResponseWriter, r *http.Request) (any, error) {
+	var out []policyListEntry
+	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+		idx, policies, err := s.ACLPolicies(ws)
+		out = make([]policyListEntry, len(policies))
+		for i, p := range policies {
+			out[i] = policyListEntry{p.ID, p.Name, p.Description, p.Datacenters, p.Hash, p.CreateIndex, p.ModifyIndex}
+		}
+		return idx, true, err
+	}, func() any { return out }, "")
+}
+
+func (h *Handler) policyRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	id, err := pathID(r, "policy")
+	if err != nil {
+		return nil, err
+	}
+	var out *state.ACLPolicy
+	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+		idx, p, err := s.ACLPolicy(ws, id)
+		out = p
+		return idx, p != nil, err
+	}, func() any { return out }, "Requested policy does not exist: ACL not found")
+}
+
+func (h *Handler) policyReadByName(w http.ResponseWriter, r *http.Request) (any, error) {
+	name := mux.Vars(r)["name"]
+	var out *state.ACLPolicy
+	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+		idx, p, err := s.ACLPolicyByName(ws, name)
+		out = p
+		return idx, p != nil, err
+	}, func() any { return out }, "Requested policy does not exist: ACL not found")
+}
+
+// aclRead is the shape every ACL-object read shares: acl:read, query
+// options, a blocking query, the read headers, and 404 with notFoundMsg when
+// the query found nothing. The query keeps its result; result returns it.
+func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, query func(memdb.WatchSet, *state.Store) (uint64, bool, error), result func() any, notFoundMsg string) (any, error) {
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.require(r, permACLRead); err != nil {
+		return nil, err
+	}
+	found := false
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, ok, err := query(ws, s)
+		found = ok
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	if !found {
+		return nil, notFound(notFoundMsg)
+	}
+	return result(), nil
+}
+
+func (h *Handler) policyWrite(w http.ResponseWriter, r *http.Request) (any, error) {
+	pathVal, update := mux.Vars(r)["id"]
+	if update {
+		if _, err := pathID(r, "policy"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := h.require(r, permACLWrite); err != nil {
+		return nil, err
+	}
+	var req policyRequest
+	if err := decodeBody(r, "Policy", &req); err != nil {
+		return nil, err
+	}
+	if req.ID != "" && !strings.EqualFold(req.ID, pathVal) {
+		return nil, badRequest("Policy ID in URL and payload do not match")
+	}
+	if req.Name == "" {
+		return nil, badRequest("Invalid Policy: no Name is set")
+	}
+	if !aclNameRE.MatchString(req.Name) {
+		return nil, badRequest("Invalid Policy: invalid Name")
+	}
+	if _, err := acl.Parse(req.Rules); err != nil {
+		return nil, badRequest("%s", err.Error())
+	}
+	policy := state.ACLPolicy{ID: pathVal, Name: req.Name, Description: req.Description, Rules: req.Rules, Datacenters: req.Datacenters}
+	if update {
+		_, existing, err := h.backend.State().ACLPolicy(memdb.NewWatchSet(), pathVal)
+		if err != nil {
+			return nil, err
+		}
+		if existing == nil {
+			return nil, notFound("Cannot find policy " + pathVal)
+		}
+		policy.ID = existing.ID
+		if existing.ID == state.GlobalManagementPolicyID {
+			if req.Rules != existing.Rules {
+				return nil, badRequest("Changing the Rules for the builtin global-management policy is not permitted")
+			}
+			if len(req.Datacenters) != 0 {
+				return nil, badRequest("Changing the Datacenters of the builtin global-management policy is not permitted")
+			}
+		}
+	} else {
+		policy.ID = uuid.NewString()
+	}
+	policy.Hash = state.HashOf(append([]string{policy.Name, policy.Description, policy.Rules}, policy.Datacenters...)...)
+	return h.backend.Apply(fsm.ACLPolicySetType, &fsm.ACLPolicySetRequest{Policy: policy})
+}
+
+func (h *Handler) policyDelete(w http.ResponseWriter, r *http.Request) (any, error) {
+	id, err := pathID(r, "policy")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.require(r, permACLWrite); err != nil {
+		return nil, err
+	}
+	if strings.EqualFold(id, state.GlobalManagementPolicyID) {
+		return nil, badRequest("Delete operation not permitted on the builtin global-management policy")
+	}
+	if _, err := h.backend.Apply(fsm.ACLPolicyDeleteType, &fsm.ACLPolicyDeleteRequest{ID: id}); err != nil {
+		if isNotFound(err) {
+			return nil, notFound("Cannot find policy to delete")
+		}
+		return nil, err
+	}
+	return true, nil
+}
