@@ -158,6 +158,9 @@ type agent struct {
 
 var listeningRE = regexp.MustCompile(`HTTP API listening: address=(http://[^ \n]+).* node_id=([0-9a-f-]+)`)
 
+// testManagementToken is the secret of the management token every test agent creates at first start.
+const testManagementToken = "3f0c6b1e-2d4a-4c5b-9e8f-0a1b2c3d4e5f"
+
 // start runs the agent on the node's data directory and waits until it
 // answers reads. The HTTP port is picked by the agent and read from its log.
 func (n *node) start(t *testing.T) *agent {
@@ -170,6 +173,9 @@ func (n *node) start(t *testing.T) *agent {
 		"-http-addr=127.0.0.1:0",
 		"-bootstrap-expect=1",
 		"-raft-timeout=200ms",
+		// ACLs are on by default on a persistent agent: the tests act as
+		// this management token.
+		"-acl-initial-management-token=" + testManagementToken,
 	}, n.extra...)
 	a := &agent{proc: startProc(t, args...), client: &http.Client{Timeout: 30 * time.Second}}
 	t.Cleanup(a.client.CloseIdleConnections)
@@ -189,13 +195,9 @@ func (n *node) start(t *testing.T) *agent {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for {
-		resp, err := a.client.Get(a.url + "/v1/acl/binding-rules")
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return a
-			}
+		status, _, _, err := a.do(http.MethodGet, "/v1/acl/binding-rules", "")
+		if err == nil && status == http.StatusOK {
+			return a
 		}
 		a.checkAlive(t, deadline, "answer GET /v1/acl/binding-rules with 200")
 		time.Sleep(20 * time.Millisecond)
@@ -250,6 +252,7 @@ func (a *agent) do(method, path, body string) (int, string, http.Header, error) 
 	if err != nil {
 		return 0, "", nil, err
 	}
+	req.Header.Set("X-Service-Token", testManagementToken)
 	resp, err := a.client.Do(req)
 	if err != nil {
 		return 0, "", nil, err
