@@ -4,7 +4,7 @@
 // the fsync latency of the disk the data lives on.
 //
 //	go run ./scripts/loadgen -spawn                 # build and start a persistent node, measure, stop it
-//	go run ./scripts/loadgen -addr=http://127.0.0.1:8500 -scenarios=create,read
+//	go run ./scripts/loadgen -addr=http://127.0.0.1:8500 -token=SECRET -scenarios=create,read
 package main
 
 import (
@@ -20,12 +20,15 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
 )
 
 var allScenarios = []string{"fsync", "create", "read", "wake", "fanout"}
 
 type config struct {
 	addr        string
+	token       string
 	spawn       bool
 	scenarios   map[string]bool
 	clients     []int
@@ -49,6 +52,7 @@ func run() error {
 	var cfg config
 	var scenarios, clients string
 	flag.StringVar(&cfg.addr, "addr", "http://127.0.0.1:8500", "server to measure (ignored with -spawn)")
+	flag.StringVar(&cfg.token, "token", os.Getenv("CTLPLANE_TOKEN"), "ACL token with acl:write, e.g. a management token (env CTLPLANE_TOKEN; ignored with -spawn)")
 	flag.BoolVar(&cfg.spawn, "spawn", false, "build ctlplane, start a persistent single node in a temporary directory, measure it, then stop it and delete the directory")
 	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run, comma-separated: "+strings.Join(allScenarios, ","))
 	flag.StringVar(&clients, "clients", "1,16,64", "create: concurrency levels, comma-separated")
@@ -100,18 +104,19 @@ func run() error {
 			return err
 		}
 		defer a.stop()
-		target, cfg.fsyncDir = a.url, a.dataDir
+		target, cfg.fsyncDir, cfg.token = a.URL, a.DataDir, a.token
 	}
 
 	fmt.Printf("# ctlplane loadgen\n")
 	fmt.Printf("# command:    %s %s\n", filepath.Base(os.Args[0]), strings.Join(os.Args[1:], " "))
 	fmt.Printf("# go:         %s %s/%s  GOMAXPROCS=%d  NumCPU=%d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Printf("# target:     %s%s\n", target, map[bool]string{true: " (spawned persistent node: raft-boltdb with fsync)"}[cfg.spawn])
+	fmt.Printf("# target:     %s%s\n", target, map[bool]string{true: " (spawned persistent node: raft-boltdb with fsync, ACLs on, management token)"}[cfg.spawn])
 	fmt.Printf("# fd limit:   %d\n", fdLimit)
 	fmt.Printf("# started:    %s\n\n", time.Now().Format(time.RFC3339))
 
-	b := &bench{cfg: cfg, c: newClient(target, cfg.watchers+256)}
-	if err := b.c.waitReady(ctx, 30*time.Second, nil); err != nil {
+	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256)}
+	b.c.Token = cfg.token
+	if err := b.c.WaitReady(ctx, 30*time.Second, nil); err != nil {
 		return err
 	}
 	steps := map[string]func(context.Context) error{

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
 )
 
 // requestTimeout bounds every non-blocking request.
@@ -18,7 +20,7 @@ const requestTimeout = 60 * time.Second
 
 type bench struct {
 	cfg config
-	c   *client
+	c   *benchutil.Client
 
 	mu    sync.Mutex
 	rows  []row
@@ -34,7 +36,7 @@ func (b *bench) note(scenario, msg string) {
 	if b.notes == nil {
 		b.notes = map[string]int{}
 	}
-	b.notes[scenario+": "+truncate(msg, 200)]++
+	b.notes[scenario+": "+benchutil.Truncate(msg, 200)]++
 }
 
 func ruleBody(authMethod, description string) []byte {
@@ -42,16 +44,16 @@ func ruleBody(authMethod, description string) []byte {
 		authMethod, description)
 }
 
-func (b *bench) createRule(ctx context.Context, authMethod string) (string, response) {
+func (b *bench) createRule(ctx context.Context, authMethod string) (string, benchutil.Response) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	r := b.c.do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
-	if r.failure() != "" {
+	r := b.c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
+	if r.Failure() != "" {
 		return "", r
 	}
 	var rule struct{ ID string }
-	if err := json.Unmarshal(r.body, &rule); err != nil || rule.ID == "" {
-		r.err = fmt.Errorf("create answered 200 without a rule ID: %s", truncate(string(r.body), 120))
+	if err := json.Unmarshal(r.Body, &rule); err != nil || rule.ID == "" {
+		r.Err = fmt.Errorf("create answered 200 without a rule ID: %s", benchutil.Truncate(string(r.Body), 120))
 	}
 	return rule.ID, r
 }
@@ -59,7 +61,7 @@ func (b *bench) createRule(ctx context.Context, authMethod string) (string, resp
 // load runs op from n goroutines until d has passed. It returns the
 // latencies of the calls that succeeded, the number that failed, and the
 // wall time from start until the last call returned.
-func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duration, op func(context.Context) response) ([]time.Duration, int, time.Duration) {
+func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duration, op func(context.Context) benchutil.Response) ([]time.Duration, int, time.Duration) {
 	start := time.Now()
 	deadline := start.Add(d)
 	lats := make([][]time.Duration, n)
@@ -75,7 +77,7 @@ func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duratio
 				r := op(rctx)
 				lat := time.Since(t)
 				cancel()
-				if f := r.failure(); f != "" {
+				if f := r.Failure(); f != "" {
 					errs.Add(1)
 					b.note(scenario, f)
 					continue
@@ -125,21 +127,21 @@ func (b *bench) fsync(ctx context.Context) error {
 		}
 		lats = append(lats, time.Since(t))
 	}
-	s := summarize(lats)
+	s := benchutil.Summarize(lats)
 	if s == nil {
 		return ctx.Err()
 	}
 	b.add(row{scenario: "fsync", what: "4 KiB write + fsync, serial (" + b.cfg.fsyncDir + ")", clients: 1,
-		n: fmt.Sprint(len(lats)), rate: float64(time.Second) / float64(s.mean), lat: s})
-	b.add(row{scenario: "fsync", what: "ceiling, one fsync per write: 1/p50", rate: float64(time.Second) / float64(s.p50)})
-	b.add(row{scenario: "fsync", what: "ceiling, one bbolt commit (2 fdatasync) per write: 1/(2*p50)", rate: float64(time.Second) / float64(2*s.p50)})
+		n: fmt.Sprint(len(lats)), rate: float64(time.Second) / float64(s.Mean), lat: s})
+	b.add(row{scenario: "fsync", what: "ceiling, one fsync per write: 1/p50", rate: float64(time.Second) / float64(s.P50)})
+	b.add(row{scenario: "fsync", what: "ceiling, one bbolt commit (2 fdatasync) per write: 1/(2*p50)", rate: float64(time.Second) / float64(2*s.P50)})
 	return ctx.Err()
 }
 
 // create: PUT /v1/acl/binding-rule from n clients for -duration, per level.
 func (b *bench) create(ctx context.Context) error {
 	for _, n := range b.cfg.clients {
-		lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context) response {
+		lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context) benchutil.Response {
 			id, r := b.createRule(ctx, "bench")
 			if id != "" {
 				b.mu.Lock()
@@ -149,7 +151,7 @@ func (b *bench) create(ctx context.Context) error {
 			return r
 		})
 		b.add(row{scenario: "create", what: "PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
-			rate: float64(len(lats)) / elapsed.Seconds(), lat: summarize(lats), errors: errs})
+			rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -162,17 +164,17 @@ func (b *bench) create(ctx context.Context) error {
 func (b *bench) read(ctx context.Context) error {
 	for len(b.ids) < 100 {
 		id, r := b.createRule(ctx, "bench")
-		if f := r.failure(); f != "" {
+		if f := r.Failure(); f != "" {
 			return fmt.Errorf("creating rules to read: %s", f)
 		}
 		b.ids = append(b.ids, id)
 	}
 	n := b.cfg.readClients
-	lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context) response {
-		return b.c.do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+b.ids[rand.N(len(b.ids))], nil, nil)
+	lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context) benchutil.Response {
+		return b.c.Do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+b.ids[rand.N(len(b.ids))], nil, nil)
 	})
 	b.add(row{scenario: "read", what: fmt.Sprintf("GET /v1/acl/binding-rule/<id> (%d rules)", len(b.ids)), clients: n,
-		n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: summarize(lats), errors: errs})
+		n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs})
 	return ctx.Err()
 }
 
@@ -185,22 +187,22 @@ func (b *bench) wake(ctx context.Context) error {
 	fail := func(msg string) { errs++; b.note("wake", msg) }
 	for i := 0; i < b.cfg.wakeReps && ctx.Err() == nil; i++ {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		cur := b.c.do(rctx, http.MethodGet, list, nil, nil)
+		cur := b.c.Do(rctx, http.MethodGet, list, nil, nil)
 		cancel()
-		if f := cur.failure(); f != "" {
+		if f := cur.Failure(); f != "" {
 			fail(f)
 			continue
 		}
 		type result struct {
 			at time.Time
-			r  response
+			r  benchutil.Response
 		}
 		done := make(chan result, 1)
 		written := make(chan struct{})
 		var once sync.Once
 		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 		go func() {
-			r := b.c.do(wctx, http.MethodGet, fmt.Sprintf("%s&index=%d&wait=60s", list, cur.index), nil,
+			r := b.c.Do(wctx, http.MethodGet, fmt.Sprintf("%s&index=%d&wait=60s", list, cur.Index), nil,
 				func() { once.Do(func() { close(written) }) })
 			done <- result{time.Now(), r}
 		}()
@@ -210,31 +212,31 @@ func (b *bench) wake(ctx context.Context) error {
 			time.Sleep(50 * time.Millisecond)
 		case res := <-done:
 			cancel()
-			fail("blocked query failed before it was sent: " + res.r.failure())
+			fail("blocked query failed before it was sent: " + res.r.Failure())
 			continue
 		}
 		select {
 		case res := <-done:
 			cancel()
-			fail(fmt.Sprintf("blocked query returned before the write (index %d, asked %d): %s", res.r.index, cur.index, res.r.failure()))
+			fail(fmt.Sprintf("blocked query returned before the write (index %d, asked %d): %s", res.r.Index, cur.Index, res.r.Failure()))
 			continue
 		default:
 		}
 		sent := time.Now()
 		_, w := b.createRule(ctx, "bench-wake")
 		got := time.Now()
-		if w.failure() != "" {
+		if w.Failure() != "" {
 			cancel() // nothing will wake the query
 		}
 		res := <-done
 		cancel()
 		switch {
-		case w.failure() != "":
-			fail("create: " + w.failure())
-		case res.r.failure() != "":
-			fail("blocked query: " + res.r.failure())
-		case res.r.index <= cur.index:
-			fail(fmt.Sprintf("blocked query returned index %d, not past %d", res.r.index, cur.index))
+		case w.Failure() != "":
+			fail("create: " + w.Failure())
+		case res.r.Failure() != "":
+			fail("blocked query: " + res.r.Failure())
+		case res.r.Index <= cur.Index:
+			fail(fmt.Sprintf("blocked query returned index %d, not past %d", res.r.Index, cur.Index))
 		default:
 			fromSend = append(fromSend, res.at.Sub(sent))
 			fromResp = append(fromResp, res.at.Sub(got))
@@ -242,9 +244,9 @@ func (b *bench) wake(ctx context.Context) error {
 		}
 	}
 	n := fmt.Sprint(len(fromSend))
-	b.add(row{scenario: "wake", what: "create: PUT sent -> response", clients: 1, n: n, lat: summarize(writes), errors: errs})
-	b.add(row{scenario: "wake", what: "blocked list returns, after create sent", clients: 1, n: n, lat: summarize(fromSend), errors: errs})
-	b.add(row{scenario: "wake", what: "blocked list returns, after create response (<0: before it)", clients: 1, n: n, lat: summarize(fromResp), errors: errs})
+	b.add(row{scenario: "wake", what: "create: PUT sent -> response", clients: 1, n: n, lat: benchutil.Summarize(writes), errors: errs})
+	b.add(row{scenario: "wake", what: "blocked list returns, after create sent", clients: 1, n: n, lat: benchutil.Summarize(fromSend), errors: errs})
+	b.add(row{scenario: "wake", what: "blocked list returns, after create response (<0: before it)", clients: 1, n: n, lat: benchutil.Summarize(fromResp), errors: errs})
 	return ctx.Err()
 }
 
@@ -252,21 +254,21 @@ func (b *bench) wake(ctx context.Context) error {
 // time every watcher's return.
 func (b *bench) fanout(ctx context.Context) error {
 	id, r := b.createRule(ctx, "bench-fanout")
-	if f := r.failure(); f != "" {
+	if f := r.Failure(); f != "" {
 		return fmt.Errorf("creating the watched rule: %s", f)
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	cur := b.c.do(rctx, http.MethodGet, "/v1/acl/binding-rule/"+id, nil, nil)
+	cur := b.c.Do(rctx, http.MethodGet, "/v1/acl/binding-rule/"+id, nil, nil)
 	cancel()
-	if f := cur.failure(); f != "" {
+	if f := cur.Failure(); f != "" {
 		return fmt.Errorf("reading the watched rule: %s", f)
 	}
-	path := fmt.Sprintf("/v1/acl/binding-rule/%s?index=%d&wait=120s", id, cur.index)
+	path := fmt.Sprintf("/v1/acl/binding-rule/%s?index=%d&wait=120s", id, cur.Index)
 
 	n := b.cfg.watchers
 	type result struct {
 		at time.Time
-		r  response
+		r  benchutil.Response
 	}
 	results := make([]result, n)
 	var returned atomic.Int64
@@ -284,7 +286,7 @@ func (b *bench) fanout(ctx context.Context) error {
 			defer wg.Done()
 			var once sync.Once
 			release := func() { once.Do(func() { <-sem }) }
-			r := b.c.do(wctx, http.MethodGet, path, nil, release)
+			r := b.c.Do(wctx, http.MethodGet, path, nil, release)
 			results[i] = result{time.Now(), r}
 			returned.Add(1)
 			release()
@@ -300,20 +302,20 @@ func (b *bench) fanout(ctx context.Context) error {
 	sent := time.Now()
 	body := fmt.Appendf(nil, `{"BindType":"service","BindName":"svc-fanout","Description":"fanout %d"}`, time.Now().UnixNano())
 	wctx2, cancel2 := context.WithTimeout(ctx, requestTimeout)
-	w := b.c.do(wctx2, http.MethodPut, "/v1/acl/binding-rule/"+id, body, nil)
+	w := b.c.Do(wctx2, http.MethodPut, "/v1/acl/binding-rule/"+id, body, nil)
 	cancel2()
 	got := time.Now()
 	wg.Wait()
-	b.c.tr.CloseIdleConnections()
+	b.c.Transport.CloseIdleConnections()
 
 	var fromSend, fromResp []time.Duration
 	for _, res := range results {
 		switch {
-		case res.r.failure() != "":
-			b.note("fanout", res.r.failure())
+		case res.r.Failure() != "":
+			b.note("fanout", res.r.Failure())
 		case !res.at.After(sent):
 			b.note("fanout", "watcher returned before the write")
-		case res.r.index <= cur.index:
+		case res.r.Index <= cur.Index:
 			b.note("fanout", "watcher returned without a higher index")
 		default:
 			fromSend = append(fromSend, res.at.Sub(sent))
@@ -321,7 +323,7 @@ func (b *bench) fanout(ctx context.Context) error {
 		}
 	}
 	var werrs int
-	if f := w.failure(); f != "" {
+	if f := w.Failure(); f != "" {
 		werrs = 1
 		b.note("fanout", "update: "+f)
 	}
@@ -330,12 +332,12 @@ func (b *bench) fanout(ctx context.Context) error {
 	}
 	woke := fmt.Sprintf("%d/%d", len(fromSend), n)
 	b.add(row{scenario: "fanout", what: "open watchers: every blocked GET written", clients: n, n: fmt.Sprint(n),
-		rate: float64(n) / opened.Seconds(), lat: single(opened)})
-	b.add(row{scenario: "fanout", what: "update: PUT sent -> response", clients: 1, n: "1", lat: single(got.Sub(sent)), errors: werrs})
+		rate: float64(n) / opened.Seconds(), lat: benchutil.Single(opened)})
+	b.add(row{scenario: "fanout", what: "update: PUT sent -> response", clients: 1, n: "1", lat: benchutil.Single(got.Sub(sent)), errors: werrs})
 	b.add(row{scenario: "fanout", what: "watchers returned, after update sent (max: all back)", clients: n, n: woke,
-		lat: summarize(fromSend), errors: n - len(fromSend)})
+		lat: benchutil.Summarize(fromSend), errors: n - len(fromSend)})
 	b.add(row{scenario: "fanout", what: "watchers returned, after update response", clients: n, n: woke,
-		lat: summarize(fromResp), errors: n - len(fromSend)})
+		lat: benchutil.Summarize(fromResp), errors: n - len(fromSend)})
 	if len(fromSend) < n && ctx.Err() == nil {
 		return errors.New("not every watcher returned with a higher index (see the notes)")
 	}

@@ -3,49 +3,23 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
+
+	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
 )
 
 // row is one measurement, one line of the table.
 type row struct {
 	scenario string
 	what     string
-	clients  int      // 0: not applicable
-	n        string   // samples (or returned/total)
-	rate     float64  // ops/s; 0: not applicable
-	lat      *summary // nil: not applicable
+	clients  int                // 0: not applicable
+	n        string             // samples (or returned/total)
+	rate     float64            // ops/s; 0: not applicable
+	lat      *benchutil.Summary // nil: not applicable
 	errors   int
 }
-
-type summary struct {
-	min, p50, mean, p99, max time.Duration
-}
-
-// summarize returns nearest-rank percentiles of d, nil when d is empty.
-func summarize(d []time.Duration) *summary {
-	if len(d) == 0 {
-		return nil
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	rank := func(q float64) time.Duration {
-		return s[max(int(math.Ceil(q*float64(len(s))))-1, 0)]
-	}
-	var sum time.Duration
-	for _, v := range s {
-		sum += v
-	}
-	return &summary{min: s[0], p50: rank(0.50), mean: sum / time.Duration(len(s)), p99: rank(0.99), max: s[len(s)-1]}
-}
-
-// single is the summary of one observation.
-func single(d time.Duration) *summary { return &summary{d, d, d, d, d} }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
 
 func (b *bench) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -62,7 +36,7 @@ func (b *bench) print(w io.Writer) {
 			cols[4] = fmt.Sprintf("%.1f", r.rate)
 		}
 		if s := r.lat; s != nil {
-			cols[5], cols[6], cols[7], cols[8], cols[9] = ms(s.min), ms(s.p50), ms(s.mean), ms(s.p99), ms(s.max)
+			cols[5], cols[6], cols[7], cols[8], cols[9] = benchutil.MS(s.Min), benchutil.MS(s.P50), benchutil.MS(s.Mean), benchutil.MS(s.P99), benchutil.MS(s.Max)
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
