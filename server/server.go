@@ -26,7 +26,8 @@ import (
 
 // Config is one agent's configuration.
 type Config struct {
-	// Dev keeps everything in memory and bootstraps a one-node cluster at once.
+	// Dev keeps everything in memory and, unless Join is set, bootstraps a
+	// one-node cluster at once.
 	Dev      bool
 	DataDir  string
 	NodeName string
@@ -248,7 +249,10 @@ func (s *Server) setupRaft() error {
 	if err != nil {
 		return fmt.Errorf("failed to read Raft state: %w", err)
 	}
-	if !s.hasState && (cfg.Dev || cfg.BootstrapExpect == 1) {
+	// A dev agent bootstraps alone unless it was told to form or join a
+	// cluster (in-process test clusters are dev agents with -join).
+	devAlone := cfg.Dev && len(cfg.Join) == 0
+	if !s.hasState && (devAlone || cfg.BootstrapExpect == 1) {
 		conf := raft.Configuration{Servers: []raft.Server{{
 			ID: rc.LocalID, Address: s.transport.LocalAddr(), Suffrage: raft.Voter,
 		}}}

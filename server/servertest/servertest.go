@@ -142,14 +142,18 @@ func StartCluster(t testing.TB, n int, opts ...Option) []*TestServer {
 	return nodes
 }
 
-// WaitForCluster waits until every node sees the same leader and a default
-// read through each of them succeeds (so forwarding works everywhere).
+// WaitForCluster waits until every node sees the same leader and all of the
+// nodes as peers, and a default read through each of them succeeds (so
+// forwarding works everywhere).
 func WaitForCluster(t testing.TB, nodes []*TestServer) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		ok := true
+		ok := oneCluster(nodes)
 		for _, n := range nodes {
+			if !ok {
+				break
+			}
 			resp, err := http.Get(n.URL + "/v1/acl/binding-rules")
 			if err != nil {
 				ok = false
@@ -167,6 +171,33 @@ func WaitForCluster(t testing.TB, nodes []*TestServer) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("cluster of %d did not become ready", len(nodes))
+}
+
+// oneCluster says whether every node knows the same leader and has every
+// node, and no other server, in its Raft configuration.
+func oneCluster(nodes []*TestServer) bool {
+	want := map[string]bool{}
+	for _, n := range nodes {
+		want[n.RaftAddr()] = true
+	}
+	leader := ""
+	for i, n := range nodes {
+		l := n.Leader()
+		if l == "" || (i > 0 && l != leader) || !want[l] {
+			return false
+		}
+		leader = l
+		peers, err := n.Peers()
+		if err != nil || len(peers) != len(want) {
+			return false
+		}
+		for _, p := range peers {
+			if !want[p] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Leader returns the node that currently leads, failing the test if none does.
