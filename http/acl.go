@@ -1,16 +1,13 @@
 package http
 
 import (
-	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
-	"github.com/hashicorp/go-memdb"
 )
 
 // identity is who a request acts as: its token (nil when ACLs are off) and
@@ -57,81 +54,14 @@ func (h *Handler) identify(r *http.Request) (*identity, error) {
 		return &identity{authz: acl.ManageAll()}, nil
 	}
 	secret := requestToken(r)
-	s := h.backend.State()
-	lookup := secret
-	if lookup == "" {
-		lookup = state.AnonymousTokenSecret
+	tok, authz, err := h.resolver.Resolve(h.backend.State(), secret)
+	if errors.Is(err, acl.ErrTokenNotFound) {
+		return nil, errACLNotFound
 	}
-	_, tok, err := s.ACLTokenBySecret(memdb.NewWatchSet(), lookup)
 	if err != nil {
 		return nil, err
 	}
-	// The index lookup found the row; compare the secret once more in
-	// constant time so that the comparison leaks nothing through timing.
-	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.SecretID), []byte(lookup)) != 1 || tok.Expired(time.Now()) {
-		return nil, errACLNotFound
-	}
-	return &identity{token: tok, authz: h.authorizer(s, tok), secret: secret}, nil
-}
-
-// authorizer builds what a token may do from its policies and its roles'
-// policies. Parsed policies are cached by ID and ModifyIndex.
-func (h *Handler) authorizer(s *state.Store, tok *state.ACLToken) *acl.Authorizer {
-	ws := memdb.NewWatchSet()
-	policyIDs := map[string]bool{}
-	for _, l := range tok.Policies {
-		policyIDs[l.ID] = true
-	}
-	for _, l := range tok.Roles {
-		if _, role, err := s.ACLRole(ws, l.ID); err == nil && role != nil {
-			for _, pl := range role.Policies {
-				policyIDs[pl.ID] = true
-			}
-		}
-	}
-	if policyIDs[state.GlobalManagementPolicyID] {
-		return acl.ManageAll()
-	}
-	var rules []*acl.Rules
-	for id := range policyIDs {
-		_, p, err := s.ACLPolicy(ws, id)
-		if err != nil || p == nil {
-			continue // a deleted policy grants nothing
-		}
-		if r := h.policyCache.rules(p); r != nil {
-			rules = append(rules, r)
-		}
-	}
-	return acl.NewAuthorizer(rules)
-}
-
-// policyCache keeps parsed policy rules; a policy's rules only change with
-// its ModifyIndex.
-type policyCache struct {
-	mu      sync.Mutex
-	entries map[string]cachedPolicy
-}
-
-type cachedPolicy struct {
-	modifyIndex uint64
-	rules       *acl.Rules
-}
-
-func (c *policyCache) rules(p *state.ACLPolicy) *acl.Rules {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[p.ID]; ok && e.modifyIndex == p.ModifyIndex {
-		return e.rules
-	}
-	r, err := acl.Parse(p.Rules)
-	if err != nil {
-		return nil // stored rules were validated on write; never grant on a parse failure
-	}
-	if c.entries == nil || len(c.entries) > 16384 {
-		c.entries = map[string]cachedPolicy{}
-	}
-	c.entries[p.ID] = cachedPolicy{modifyIndex: p.ModifyIndex, rules: r}
-	return r
+	return &identity{token: tok, authz: authz, secret: secret}, nil
 }
 
 // Permissions, named as in the deny texts.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
@@ -61,10 +62,10 @@ const maxBodySize = 1 << 20
 
 // Handler serves the API.
 type Handler struct {
-	backend     Backend
-	logger      hclog.Logger
-	router      *mux.Router
-	policyCache policyCache
+	backend  Backend
+	logger   hclog.Logger
+	router   *mux.Router
+	resolver acl.Resolver
 }
 
 // New returns the API handler over backend.

@@ -5,15 +5,29 @@
 #   scripts/cluster.sh status [DIR]  show who leads
 # Servers: n1 http 127.0.0.1:8501 raft :8301, n2 :8502/:8302, n3 :8503/:8303.
 # Data and logs live in DIR (default ./data/cluster).
+# ACLs are on (the default of persistent agents): the servers are started with
+# an initial management token, $CTLPLANE_TOKEN if set, else one generated once
+# and kept in DIR/management-token; `start` prints the export line to use it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:-}
 dir=${2:-data/cluster}
 bin=bin/ctlplane
 
+token() {
+	if [ -n "${CTLPLANE_TOKEN:-}" ]; then
+		echo "$CTLPLANE_TOKEN"
+	elif [ -f "$dir/management-token" ]; then
+		cat "$dir/management-token"
+	else
+		cat /proc/sys/kernel/random/uuid | tee "$dir/management-token"
+	fi
+}
+
 start() {
 	go build -o "$bin" ./cmd/ctlplane
 	mkdir -p "$dir"
+	tok=$(token)
 	for i in 1 2 3; do
 		if [ -f "$dir/n$i.pid" ] && kill -0 "$(cat "$dir/n$i.pid")" 2>/dev/null; then
 			echo "n$i already running (pid $(cat "$dir/n$i.pid"))"
@@ -22,6 +36,7 @@ start() {
 		"$bin" agent -data-dir="$dir/n$i" -node="n$i" \
 			-bind="127.0.0.1:830$i" -http-addr="127.0.0.1:850$i" \
 			-bootstrap-expect=3 -join=127.0.0.1:8501 -join=127.0.0.1:8502 -join=127.0.0.1:8503 \
+			-acl-initial-management-token="$tok" \
 			>"$dir/n$i.log" 2>&1 &
 		echo $! >"$dir/n$i.pid"
 	done
@@ -53,6 +68,8 @@ status() {
 		echo "n$i  http://127.0.0.1:850$i  raft 127.0.0.1:830$i  pid $pid  log $dir/n$i.log"
 	done
 	echo "leader (Raft address): $(curl -s http://127.0.0.1:8501/v1/status/leader?stale || echo unknown)"
+	[ -f "$dir/management-token" ] && echo "export CTLPLANE_HTTP_ADDR=http://127.0.0.1:8501 CTLPLANE_TOKEN=$(cat "$dir/management-token")"
+	return 0
 }
 
 case "$cmd" in

@@ -89,6 +89,13 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("method %s not allowed", r.Method), http.StatusMethodNotAllowed)
 		return
 	}
+	if s.config.ACLEnabled {
+		_, authz, err := s.resolver.Resolve(s.State(), r.Header.Get("X-Service-Token"))
+		if err != nil || !authz.OperatorWrite() {
+			http.Error(w, "Permission denied: joining the cluster needs a token with operator:write (agent flag -join-token)", http.StatusForbidden)
+			return
+		}
+	}
 	var srv state.ServerInfo
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
 	dec.DisallowUnknownFields()
@@ -324,6 +331,9 @@ func (s *Server) requestJoin(addr string, me state.ServerInfo) error {
 	if err != nil {
 		return err
 	}
+	if s.config.JoinToken != "" {
+		req.Header.Set("X-Service-Token", s.config.JoinToken)
+	}
 	resp, err := s.clusterClient.Do(req)
 	if err != nil {
 		return err
@@ -344,6 +354,7 @@ func (s *Server) keepRegistered() {
 	for {
 		if s.leaderReady.Load() {
 			s.forgetDepartedServers()
+			s.registerKnownMembers()
 		}
 		_, cur, err := s.State().Server(memdb.NewWatchSet(), me.ID)
 		if err == nil && (cur == nil || !cur.Same(&me)) {
@@ -353,7 +364,7 @@ func (s *Server) keepRegistered() {
 				err = s.requestJoin(leader, me)
 			}
 			if err != nil {
-				s.logger.Debug("failed to register this server, will retry", "error", err)
+				s.logger.Warn("failed to register this server with the leader, will retry", "error", err)
 			}
 		}
 		select {
@@ -384,6 +395,29 @@ func (s *Server) forgetDepartedServers() {
 		if !members[srv.ID] {
 			if _, err := s.Apply(fsm.ServerDeregisterType, &fsm.ServerDeregisterRequest{ID: srv.ID}); err != nil {
 				s.logger.Debug("failed to forget a departed server", "id", srv.ID, "error", err)
+			}
+		}
+	}
+}
+
+// registerKnownMembers records the servers met while forming the cluster
+// that are members of it, so that followers need not register themselves
+// (which, with ACLs on, would need a token).
+func (s *Server) registerKnownMembers() {
+	members := map[string]string{}
+	for _, c := range s.raftServers() {
+		members[c.ID] = c.RaftAddr
+	}
+	s.knownMu.Lock()
+	known := make([]state.ServerInfo, 0, len(s.known))
+	for _, k := range s.known {
+		known = append(known, k)
+	}
+	s.knownMu.Unlock()
+	for _, k := range known {
+		if addr, ok := members[k.ID]; ok && addr == k.RaftAddr {
+			if err := s.registerServer(k); err != nil {
+				s.logger.Debug("failed to record a member", "id", k.ID, "error", err)
 			}
 		}
 	}

@@ -127,7 +127,7 @@ func seedRules(t testing.TB, ts *servertest.TestServer, prefix string, n int) []
 		}
 		sel := ""
 		if i%2 == 1 {
-			sel = fmt.Sprintf(`serviceaccount.name==%s-%d`, prefix, i)
+			sel = fmt.Sprintf(`serviceaccount.name=="%s-%d"`, prefix, i)
 		}
 		bt := []string{"service", "node", "role"}[i%3]
 		r := decodeRule(t, must(t, ts, http.MethodPut, rulePath,

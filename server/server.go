@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
@@ -49,6 +50,9 @@ type Config struct {
 	ACLEnabled bool
 	// ACLInitialManagementToken, when set, is created as a management token.
 	ACLInitialManagementToken string
+	// JoinToken is sent when asking a cluster to add this server; with ACLs
+	// on it needs operator:write. Defaults to ACLInitialManagementToken.
+	JoinToken string
 	// Datacenter names this cluster (node identities minted at login carry it).
 	Datacenter string
 	// TokenReapInterval is how often the leader deletes expired tokens.
@@ -119,6 +123,9 @@ type Server struct {
 	// registerCh asks for this server's record to be written now.
 	registerCh chan struct{}
 
+	// resolver checks the tokens of join requests.
+	resolver acl.Resolver
+
 	clusterClient    *http.Client
 	forwardTransport *http.Transport
 
@@ -159,6 +166,9 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if cfg.Datacenter == "" {
 		cfg.Datacenter = "dc1"
+	}
+	if cfg.JoinToken == "" {
+		cfg.JoinToken = cfg.ACLInitialManagementToken
 	}
 	s := &Server{
 		config:      cfg,
@@ -485,7 +495,12 @@ func (s *Server) RaftConfiguration() (raft.Configuration, uint64, error) {
 	if err := f.Error(); err != nil {
 		return raft.Configuration{}, 0, fmt.Errorf("failed to read Raft configuration: %w", err)
 	}
-	return f.Configuration(), f.Index(), nil
+	index := f.Index()
+	if index == 0 {
+		// raft does not report the configuration's own index here.
+		index = s.raft.AppliedIndex()
+	}
+	return f.Configuration(), index, nil
 }
 
 // ServerNames maps the IDs of the recorded servers to their node names.

@@ -67,5 +67,17 @@ func (s *Server) SnapshotRestore(r io.Reader) error {
 	}
 	// Followers apply the restore through InstallSnapshot; a barrier makes
 	// sure this server has applied it before the client hears of success.
-	return s.raft.Barrier(time.Minute).Error()
+	if err := s.raft.Barrier(time.Minute).Error(); err != nil {
+		return err
+	}
+	// The archive may come from another cluster, or from before ACLs: make
+	// sure the built-in ACL objects and this cluster's server records exist.
+	if err := s.establishACL(); err != nil {
+		return fmt.Errorf("restored, but failed to recreate the built-in ACL objects: %w", err)
+	}
+	select {
+	case s.registerCh <- struct{}{}:
+	default:
+	}
+	return nil
 }

@@ -33,6 +33,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often to check whether a snapshot is due")
 	aclEnabled := flags.String("acl-enabled", "", "turn access control on or off (default: on, off with -dev)")
 	flags.StringVar(&cfg.ACLInitialManagementToken, "acl-initial-management-token", "", "secret of a management token to create at first start")
+	flags.StringVar(&cfg.JoinToken, "join-token", "", "token sent when joining a cluster; needs operator:write (default: -acl-initial-management-token)")
 	flags.StringVar(&cfg.Datacenter, "datacenter", cfg.Datacenter, "datacenter name")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := flags.Bool("log-json", false, "log in JSON")

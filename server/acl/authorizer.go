@@ -133,6 +133,10 @@ func (a *Authorizer) namespaceCaps(ns string) map[string]bool {
 // globMatch matches s against a pattern in which * stands for any run of characters.
 func globMatch(pattern, s string) bool {
 	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		// No star: only the same string matches (parts[1:0] below would panic).
+		return pattern == s
+	}
 	if !strings.HasPrefix(s, parts[0]) {
 		return false
 	}
@@ -145,5 +149,5 @@ func globMatch(pattern, s string) bool {
 		}
 		s = s[i+len(p):]
 	}
-	return len(parts) == 1 && s == "" || len(parts) > 1 && strings.HasSuffix(s, last) && len(s) >= len(last)
+	return strings.HasSuffix(s, last)
 }

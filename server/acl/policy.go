@@ -97,25 +97,8 @@ func Parse(rules string) (*Rules, error) {
 	if strings.TrimSpace(rules) == "" {
 		return p, nil
 	}
-	root, err := hcl.Parse(rules)
-	if err != nil {
-		return nil, fmt.Errorf("Failed to parse ACL rules: %v", err)
-	}
-	list, ok := root.Node.(*ast.ObjectList)
-	if !ok {
-		return nil, fmt.Errorf("Failed to parse ACL rules: the rules must be an object")
-	}
-	for _, item := range list.Items {
-		if len(item.Keys) == 0 {
-			continue
-		}
-		key := strings.Trim(item.Keys[0].Token.Text, `"`)
-		if !topLevelKeys[key] {
-			return nil, fmt.Errorf("Failed to parse ACL rules: unknown rule %q (known: acl, operator, namespace)", key)
-		}
-	}
-	if err := hcl.DecodeObject(p, root); err != nil {
-		return nil, fmt.Errorf("Failed to parse ACL rules: %v", err)
+	if err := decodeHCL(rules, p); err != nil {
+		return nil, err
 	}
 	if !validLevel(p.ACL, false) {
 		return nil, fmt.Errorf("Invalid acl policy: %q", p.ACL)
@@ -140,6 +123,37 @@ func Parse(rules string) (*Rules, error) {
 		}
 	}
 	return p, nil
+}
+
+// decodeHCL parses rules into p. hcl v1 panics on some malformed input
+// (e.g. `{"namespace":[{}""]}`): such a panic is a syntax error too.
+func decodeHCL(rules string, p *Rules) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Failed to parse ACL rules: malformed rules")
+		}
+	}()
+	root, err := hcl.Parse(rules)
+	if err != nil {
+		return fmt.Errorf("Failed to parse ACL rules: %v", err)
+	}
+	list, ok := root.Node.(*ast.ObjectList)
+	if !ok {
+		return fmt.Errorf("Failed to parse ACL rules: the rules must be an object")
+	}
+	for _, item := range list.Items {
+		if len(item.Keys) == 0 {
+			continue
+		}
+		key := strings.Trim(item.Keys[0].Token.Text, `"`)
+		if !topLevelKeys[key] {
+			return fmt.Errorf("Failed to parse ACL rules: unknown rule %q (known: acl, operator, namespace)", key)
+		}
+	}
+	if err := hcl.DecodeObject(p, root); err != nil {
+		return fmt.Errorf("Failed to parse ACL rules: %v", err)
+	}
+	return nil
 }
 
 // validLevel: "" (not set), deny, read, write; and scale for namespaces.

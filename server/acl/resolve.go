@@ -1,0 +1,91 @@
+package acl
+
+import (
+	"crypto/subtle"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-memdb"
+)
+
+// ErrTokenNotFound: the secret names no live token (unknown or expired).
+var ErrTokenNotFound = errors.New("ACL not found")
+
+// Resolver turns a secret into its token and authorizer. It caches parsed
+// policies; everything else is read from the state store each time, so a
+// change to a token, role or policy takes effect on the next request.
+type Resolver struct {
+	mu       sync.Mutex
+	policies map[string]cachedPolicy
+}
+
+type cachedPolicy struct {
+	modifyIndex uint64
+	rules       *Rules
+}
+
+// Resolve finds the token of secret ("" is the anonymous token) and builds
+// what it may do. An unknown or expired secret is ErrTokenNotFound.
+func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Authorizer, error) {
+	if secret == "" {
+		secret = state.AnonymousTokenSecret
+	}
+	_, tok, err := s.ACLTokenBySecret(memdb.NewWatchSet(), secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The index lookup found the row; the secret is compared once more in
+	// constant time so that no timing difference tells how much matched.
+	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.SecretID), []byte(secret)) != 1 || tok.Expired(time.Now()) {
+		return nil, nil, ErrTokenNotFound
+	}
+	return tok, r.authorizer(s, tok), nil
+}
+
+// authorizer merges the rules of the token's policies and its roles' policies.
+func (r *Resolver) authorizer(s *state.Store, tok *state.ACLToken) *Authorizer {
+	ws := memdb.NewWatchSet()
+	ids := map[string]bool{}
+	for _, l := range tok.Policies {
+		ids[l.ID] = true
+	}
+	for _, l := range tok.Roles {
+		if _, role, err := s.ACLRole(ws, l.ID); err == nil && role != nil {
+			for _, pl := range role.Policies {
+				ids[pl.ID] = true
+			}
+		}
+	}
+	if ids[state.GlobalManagementPolicyID] {
+		return ManageAll()
+	}
+	var rules []*Rules
+	for id := range ids {
+		if _, p, err := s.ACLPolicy(ws, id); err == nil && p != nil {
+			if parsed := r.rules(p); parsed != nil {
+				rules = append(rules, parsed)
+			}
+		}
+	}
+	return NewAuthorizer(rules)
+}
+
+// rules parses a policy's rules, cached by ID and ModifyIndex.
+func (r *Resolver) rules(p *state.ACLPolicy) *Rules {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.policies[p.ID]; ok && e.modifyIndex == p.ModifyIndex {
+		return e.rules
+	}
+	parsed, err := Parse(p.Rules)
+	if err != nil {
+		return nil // stored rules were validated on write; a failure grants nothing
+	}
+	if r.policies == nil || len(r.policies) > 16384 {
+		r.policies = map[string]cachedPolicy{}
+	}
+	r.policies[p.ID] = cachedPolicy{modifyIndex: p.ModifyIndex, rules: parsed}
+	return parsed
+}
