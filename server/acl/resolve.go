@@ -19,6 +19,14 @@ var ErrTokenNotFound = errors.New("ACL not found")
 type Resolver struct {
 	mu       sync.Mutex
 	policies map[string]cachedPolicy
+	// authorizers caches each token's authorizer; an entry is good while the
+	// token, the policies and the roles are unchanged.
+	authorizers map[string]cachedAuthorizer
+}
+
+type cachedAuthorizer struct {
+	tokenIndex, rulesIndex uint64
+	authz                  *Authorizer
 }
 
 type cachedPolicy struct {
@@ -41,7 +49,21 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.SecretID), []byte(secret)) != 1 || tok.Expired(time.Now()) {
 		return nil, nil, ErrTokenNotFound
 	}
-	return tok, r.authorizer(s, tok), nil
+	rulesIndex := s.ACLRulesIndex()
+	r.mu.Lock()
+	c, ok := r.authorizers[tok.AccessorID]
+	r.mu.Unlock()
+	if ok && c.tokenIndex == tok.ModifyIndex && c.rulesIndex == rulesIndex {
+		return tok, c.authz, nil
+	}
+	authz := r.authorizer(s, tok)
+	r.mu.Lock()
+	if r.authorizers == nil || len(r.authorizers) > 65536 {
+		r.authorizers = map[string]cachedAuthorizer{}
+	}
+	r.authorizers[tok.AccessorID] = cachedAuthorizer{tokenIndex: tok.ModifyIndex, rulesIndex: rulesIndex, authz: authz}
+	r.mu.Unlock()
+	return tok, authz, nil
 }
 
 // authorizer merges the rules of the token's policies and its roles' policies.
