@@ -20,7 +20,7 @@ type agent struct {
 // spawnAgent builds ctlplane once and starts a persistent single node on
 // free ports in a new temporary directory, with ACLs on (the default) and a
 // management token for the load.
-func spawnAgent(ctx context.Context) (*agent, error) {
+func spawnAgent(ctx context.Context, extraArgs []string) (*agent, error) {
 	dir, err := os.MkdirTemp("", "ctlplane-loadgen-")
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func spawnAgent(ctx context.Context) (*agent, error) {
 	token := benchutil.NewToken()
 	ba, err := benchutil.StartAgent(benchutil.AgentConfig{
 		Bin: bin, Name: "bench", DataDir: filepath.Join(dir, "data"), HTTPAddr: httpAddr, RaftAddr: raftAddr,
-		LogPath: filepath.Join(dir, "agent.log"), Args: []string{"-bootstrap-expect=1", "-acl-initial-management-token=" + token},
+		LogPath: filepath.Join(dir, "agent.log"), Args: append([]string{"-bootstrap-expect=1", "-acl-initial-management-token=" + token}, extraArgs...),
 	})
 	if err != nil {
 		os.RemoveAll(dir)

@@ -39,6 +39,7 @@ type config struct {
 	wakeReps    int
 	fsyncCount  int
 	fsyncDir    string
+	agentArgs   []string
 }
 
 func main() {
@@ -62,11 +63,13 @@ func run() error {
 	flag.DurationVar(&cfg.settle, "settle", 2*time.Second, "fanout: pause after every watcher's request is sent, so the server parks them all")
 	flag.IntVar(&cfg.wakeReps, "wake-reps", 20, "wake: repetitions")
 	flag.IntVar(&cfg.fsyncCount, "fsync-count", 1000, "fsync: 4 KiB write+fsync operations")
+	agentArgs := flag.String("agent-args", "", "with -spawn: extra agent flags, space-separated (e.g. -acl-enabled=false)")
 	flag.StringVar(&cfg.fsyncDir, "fsync-dir", os.TempDir(), "fsync: directory to measure (with -spawn: the node's data directory)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", flag.Args())
 	}
+	cfg.agentArgs = strings.Fields(*agentArgs)
 	cfg.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -99,7 +102,7 @@ func run() error {
 
 	target := cfg.addr
 	if cfg.spawn {
-		a, err := spawnAgent(ctx)
+		a, err := spawnAgent(ctx, cfg.agentArgs)
 		if err != nil {
 			return err
 		}
