@@ -16,10 +16,9 @@ dev:
 test:
 	$(GO) test -race -count=1 -timeout 18m ./...
 
-# Go benchmarks, then the HTTP load tool against a persistent single node.
+# Every benchmark (scripts/bench.sh): load tool, cluster, failover, snapshots, Go benchmarks.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
-	$(GO) run ./scripts/loadgen -spawn
+	scripts/bench.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
