@@ -168,6 +168,11 @@ func Read(r io.Reader) (*Archive, error) {
 		seen[hdr.Name] = true
 		sums[hdr.Name] = hex.EncodeToString(h.Sum(nil))
 	}
+	// The tar stream ends before the gzip trailer: read to the end so that
+	// gzip checks its CRC and length, and a cut-off archive is refused.
+	if _, err := io.Copy(io.Discard, gz); err != nil {
+		return nil, invalid("reading the archive failed (truncated or corrupt?): %v", err)
+	}
 	for _, name := range []string{metaFile, stateFile, sumsFile} {
 		if !seen[name] {
 			return nil, invalid("%s is missing", name)
