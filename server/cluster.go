@@ -355,6 +355,8 @@ func (s *Server) keepRegistered() {
 		if s.leaderReady.Load() {
 			s.forgetDepartedServers()
 			s.registerKnownMembers()
+		} else {
+			s.leaderHTTPAddr() // keeps the last known address current
 		}
 		_, cur, err := s.State().Server(memdb.NewWatchSet(), me.ID)
 		if err == nil && (cur == nil || !cur.Same(&me)) {

@@ -92,16 +92,27 @@ func (s *Server) waitLeaderReady(ctx context.Context) bool {
 
 // leaderHTTPAddr is the leader's HTTP address from the replicated server
 // records, "" when there is no leader or it is not recorded yet.
+//
+// A snapshot restore replaces the server records with the snapshot's (often
+// another cluster's) until the servers register again; meanwhile the
+// address last seen for the same leader is used, so that forwarding goes on
+// across a restore.
 func (s *Server) leaderHTTPAddr() string {
 	_, id := s.raft.LeaderWithID()
 	if id == "" {
 		return ""
 	}
 	_, srv, err := s.State().Server(memdb.NewWatchSet(), string(id))
-	if err != nil || srv == nil {
-		return ""
+	s.lastLeaderMu.Lock()
+	defer s.lastLeaderMu.Unlock()
+	if err == nil && srv != nil {
+		s.lastLeaderID, s.lastLeaderHTTP = string(id), srv.HTTPAddr
+		return srv.HTTPAddr
 	}
-	return srv.HTTPAddr
+	if s.lastLeaderID == string(id) {
+		return s.lastLeaderHTTP
+	}
+	return ""
 }
 
 func writeNoLeader(w http.ResponseWriter) {

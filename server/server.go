@@ -123,6 +123,12 @@ type Server struct {
 	// registerCh asks for this server's record to be written now.
 	registerCh chan struct{}
 
+	// The leader's HTTP address as last found in the server records (see
+	// leaderHTTPAddr).
+	lastLeaderMu   sync.Mutex
+	lastLeaderID   string
+	lastLeaderHTTP string
+
 	// resolver checks the tokens of join requests.
 	resolver acl.Resolver
 
