@@ -16,6 +16,9 @@ Commands:
   agent      run a server (-dev for an in-memory one on 127.0.0.1:8500)
   snapshot   save, restore or inspect a snapshot archive
   operator   raft list-peers / remove-peer
+  acl        bootstrap; policies, tokens, roles, auth methods, binding rules
+  login      exchange a bearer token for an ACL token through an auth method
+  logout     destroy a token created by login
   version    print the version
 `
 
@@ -36,6 +39,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSnapshot(args[1:], stdout, stderr)
 	case "operator":
 		return runOperator(args[1:], stdout, stderr)
+	case "acl":
+		return runACL(args[1:], stdout, stderr)
+	case "login":
+		return runLogin(args[1:], stdout, stderr)
+	case "logout":
+		return runLogout(args[1:], stdout, stderr)
 	case "version", "-version", "--version", "-v":
 		fmt.Fprintf(stdout, "ctlplane v%s\n", Version)
 		return 0

@@ -1,0 +1,731 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ctlplane/ctlplane/state"
+)
+
+// The ACL objects' commands. create and update share one function per
+// object: update reads the object first and changes only what a flag gives.
+
+// pathOf is the path of an object selected by -id, else by -name.
+func pathOf(kind, id, name string) (string, bool) {
+	switch {
+	case id != "":
+		return "/v1/acl/" + kind + "/" + url.PathEscape(id), true
+	case name != "":
+		return "/v1/acl/" + kind + "/name/" + url.PathEscape(name), true
+	}
+	return "", false
+}
+
+// firstOf returns a if it is set, else b.
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// deleted deletes an object and confirms it.
+func deleted(c *aclCmd, what, shown, path string) error {
+	if _, err := c.client.call(http.MethodDelete, path, nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s %q deleted successfully\n", what, shown)
+	return nil
+}
+
+// ---- policies
+
+const policyUsage = `Usage: ctlplane acl policy <command> [flags]
+
+  create -name=NAME [-description=TEXT] [-rules=RULES|@FILE|-] [-valid-datacenter=DC ...]
+  list
+  read   -id=ID | -name=NAME
+  update -id=ID | -name=NAME  [-name=NEW with -id] [-description=TEXT] [-rules=...] [-valid-datacenter=DC ...]
+  delete -id=ID | -name=NAME
+
+-rules takes the rules (HCL or JSON) themselves, @FILE, or - for standard input.
+`
+
+var policyCommands = map[string]func(*aclCmd, []string) int{
+	"create": policyWrite(false),
+	"update": policyWrite(true),
+	"list": func(c *aclCmd, args []string) int {
+		if !c.parse(args) {
+			return 1
+		}
+		_, err := request(c, http.MethodGet, "/v1/acl/policies", nil, each(prettyPolicy))
+		return c.done(err)
+	},
+	"read": func(c *aclCmd, args []string) int {
+		id := c.flags.String("id", "", "ID of the policy")
+		name := c.flags.String("name", "", "name of the policy")
+		if !c.parse(args) {
+			return 1
+		}
+		path, ok := pathOf("policy", *id, *name)
+		if !ok {
+			return c.usageError("-id or -name is required")
+		}
+		_, err := request(c, http.MethodGet, path, nil, prettyPolicy)
+		return c.done(err)
+	},
+	"delete": func(c *aclCmd, args []string) int {
+		id := c.flags.String("id", "", "ID of the policy")
+		name := c.flags.String("name", "", "name of the policy")
+		if !c.parse(args) {
+			return 1
+		}
+		path, ok := pathOf("policy", *id, *name)
+		if !ok {
+			return c.usageError("-id or -name is required")
+		}
+		if *id == "" {
+			p, err := fetch[state.ACLPolicy](c, path)
+			if err != nil {
+				return c.done(err)
+			}
+			path = "/v1/acl/policy/" + url.PathEscape(p.ID)
+		}
+		return c.done(deleted(c, "Policy", firstOf(*id, *name), path))
+	},
+}
+
+func policyWrite(update bool) func(*aclCmd, []string) int {
+	return func(c *aclCmd, args []string) int {
+		id := ""
+		if update {
+			c.flags.StringVar(&id, "id", "", "ID of the policy to update")
+		}
+		name := c.flags.String("name", "", "name of the policy (update: selects it when -id is not given, else renames it)")
+		desc := c.flags.String("description", "", "description")
+		rules := c.flags.String("rules", "", "rules in HCL or JSON: the text, @FILE, or - for standard input")
+		var dcs stringList
+		c.flags.Var(&dcs, "valid-datacenter", "datacenter the policy is valid in; repeatable")
+		if !c.parse(args) {
+			return 1
+		}
+		p, path := &state.ACLPolicy{}, "/v1/acl/policy"
+		if update {
+			sel, ok := pathOf("policy", id, *name)
+			if !ok {
+				return c.usageError("-id or -name is required")
+			}
+			var err error
+			if p, err = fetch[state.ACLPolicy](c, sel); err != nil {
+				return c.done(err)
+			}
+			path += "/" + url.PathEscape(p.ID)
+		} else if *name == "" {
+			return c.usageError("-name is required")
+		}
+		if c.set["name"] {
+			p.Name = *name
+		}
+		if c.set["description"] {
+			p.Description = *desc
+		}
+		if c.set["rules"] {
+			text, err := readValue(*rules)
+			if err != nil {
+				return c.done(err)
+			}
+			p.Rules = text
+		}
+		if c.set["valid-datacenter"] {
+			p.Datacenters = dcs
+		}
+		_, err := request(c, http.MethodPut, path, p, prettyPolicy)
+		return c.done(err)
+	}
+}
+
+func prettyPolicy(kv *kvWriter, p *state.ACLPolicy) {
+	kv.field("ID", p.ID)
+	kv.field("Name", p.Name)
+	kv.field("Description", p.Description)
+	if len(p.Datacenters) > 0 {
+		kv.field("Datacenters", strings.Join(p.Datacenters, ", "))
+	}
+	kv.text("Rules", p.Rules)
+}
+
+// ---- what tokens and roles grant
+
+// grantFlags are the link and identity flags of tokens (policies, roles,
+// identities) and roles (policies, identities).
+type grantFlags struct {
+	policyNames, policyIDs, roleNames, roleIDs, services, nodes stringList
+}
+
+func addGrantFlags(c *aclCmd, withRoles bool) *grantFlags {
+	g := &grantFlags{}
+	c.flags.Var(&g.policyNames, "policy-name", "name of a policy to link; repeatable")
+	c.flags.Var(&g.policyIDs, "policy-id", "ID of a policy to link; repeatable")
+	if withRoles {
+		c.flags.Var(&g.roleNames, "role-name", "name of a role to link; repeatable")
+		c.flags.Var(&g.roleIDs, "role-id", "ID of a role to link; repeatable")
+	}
+	c.flags.Var(&g.services, "service-identity", "service identity NAME or NAME:DC1,DC2; repeatable")
+	c.flags.Var(&g.nodes, "node-identity", "node identity NAME:DC; repeatable")
+	return g
+}
+
+// apply replaces each kind of grant whose flags were given (roles may be
+// nil for a role). A bad identity flag is a usage error.
+func (g *grantFlags) apply(c *aclCmd, policies, roles *[]state.ACLLink, services *[]*state.ACLServiceIdentity, nodes *[]*state.ACLNodeIdentity) error {
+	if c.set["policy-name"] || c.set["policy-id"] {
+		*policies = links(g.policyIDs, g.policyNames)
+	}
+	if roles != nil && (c.set["role-name"] || c.set["role-id"]) {
+		*roles = links(g.roleIDs, g.roleNames)
+	}
+	if c.set["service-identity"] {
+		*services = nil
+		for _, s := range g.services {
+			name, dcs, _ := strings.Cut(s, ":")
+			if name == "" {
+				return fmt.Errorf("invalid -service-identity %q: use NAME or NAME:DC1,DC2", s)
+			}
+			si := &state.ACLServiceIdentity{ServiceName: name}
+			if dcs != "" {
+				si.Datacenters = strings.Split(dcs, ",")
+			}
+			*services = append(*services, si)
+		}
+	}
+	if c.set["node-identity"] {
+		*nodes = nil
+		for _, s := range g.nodes {
+			name, dc, _ := strings.Cut(s, ":")
+			if name == "" || dc == "" {
+				return fmt.Errorf("invalid -node-identity %q: use NAME:DATACENTER", s)
+			}
+			*nodes = append(*nodes, &state.ACLNodeIdentity{NodeName: name, Datacenter: dc})
+		}
+	}
+	return nil
+}
+
+func links(ids, names []string) []state.ACLLink {
+	var out []state.ACLLink
+	for _, id := range ids {
+		out = append(out, state.ACLLink{ID: id})
+	}
+	for _, n := range names {
+		out = append(out, state.ACLLink{Name: n})
+	}
+	return out
+}
+
+func linkLines(ls []state.ACLLink) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.ID + " - " + l.Name
+	}
+	return out
+}
+
+func identityLines(services []*state.ACLServiceIdentity, nodes []*state.ACLNodeIdentity) (s, n []string) {
+	for _, si := range services {
+		dcs := "all"
+		if len(si.Datacenters) > 0 {
+			dcs = strings.Join(si.Datacenters, ", ")
+		}
+		s = append(s, fmt.Sprintf("%s (Datacenters: %s)", si.ServiceName, dcs))
+	}
+	for _, ni := range nodes {
+		n = append(n, fmt.Sprintf("%s (Datacenter: %s)", ni.NodeName, ni.Datacenter))
+	}
+	return s, n
+}
+
+// ---- tokens
+
+const tokenUsage = `Usage: ctlplane acl token <command> [flags]
+
+  create [-description=TEXT] [-policy-name=NAME ...] [-policy-id=ID ...]
+         [-role-name=NAME ...] [-role-id=ID ...]
+         [-service-identity=NAME[:DC1,DC2] ...] [-node-identity=NAME:DC ...]
+         [-expires-ttl=DURATION] [-local] [-accessor=UUID] [-secret=UUID]
+  list
+  read   -id=ACCESSOR | -self
+  update -id=ACCESSOR [-description=TEXT] [-policy-name|-policy-id|-role-name|-role-id|
+         -service-identity|-node-identity ...]   (the kinds given replace the token's)
+  delete -id=ACCESSOR
+`
+
+var tokenCommands = map[string]func(*aclCmd, []string) int{
+	"create": tokenWrite(false),
+	"update": tokenWrite(true),
+	"list": func(c *aclCmd, args []string) int {
+		if !c.parse(args) {
+			return 1
+		}
+		_, err := request(c, http.MethodGet, "/v1/acl/tokens", nil, each(prettyToken))
+		return c.done(err)
+	},
+	"read": func(c *aclCmd, args []string) int {
+		id := c.flags.String("id", "", "AccessorID of the token")
+		self := c.flags.Bool("self", false, "read the token the request is made with")
+		if !c.parse(args) {
+			return 1
+		}
+		path := "/v1/acl/token/self"
+		switch {
+		case *self && *id != "":
+			return c.usageError("use one of -id and -self")
+		case *id != "":
+			path = "/v1/acl/token/" + url.PathEscape(*id)
+		case !*self:
+			return c.usageError("-id or -self is required")
+		}
+		_, err := request(c, http.MethodGet, path, nil, prettyToken)
+		return c.done(err)
+	},
+	"delete": func(c *aclCmd, args []string) int {
+		id := c.flags.String("id", "", "AccessorID of the token")
+		if !c.parse(args) {
+			return 1
+		}
+		if *id == "" {
+			return c.usageError("-id is required")
+		}
+		return c.done(deleted(c, "Token", *id, "/v1/acl/token/"+url.PathEscape(*id)))
+	},
+}
+
+func tokenWrite(update bool) func(*aclCmd, []string) int {
+	return func(c *aclCmd, args []string) int {
+		var id string
+		if update {
+			c.flags.StringVar(&id, "id", "", "AccessorID of the token to update")
+		}
+		desc := c.flags.String("description", "", "description")
+		g := addGrantFlags(c, true)
+		var ttl time.Duration
+		var local bool
+		var accessor, secret string
+		if !update {
+			c.flags.DurationVar(&ttl, "expires-ttl", 0, "time until the token expires (e.g. 1h; at least 1m, at most 24h)")
+			c.flags.BoolVar(&local, "local", false, "make the token local to this datacenter")
+			c.flags.StringVar(&accessor, "accessor", "", "AccessorID to give the token (a UUID; default: generated)")
+			c.flags.StringVar(&secret, "secret", "", "SecretID to give the token (a UUID; default: generated)")
+		}
+		if !c.parse(args) {
+			return 1
+		}
+		t, path := &state.ACLToken{}, "/v1/acl/token"
+		if update {
+			if id == "" {
+				return c.usageError("-id is required")
+			}
+			var err error
+			if t, err = fetch[state.ACLToken](c, "/v1/acl/token/"+url.PathEscape(id)); err != nil {
+				return c.done(err)
+			}
+			path += "/" + url.PathEscape(t.AccessorID)
+			t.SecretID = "" // it cannot change; it may have been shown as <hidden>
+		} else {
+			t.AccessorID, t.SecretID, t.Local, t.ExpirationTTL = accessor, secret, local, ttl
+		}
+		if c.set["description"] {
+			t.Description = *desc
+		}
+		if err := g.apply(c, &t.Policies, &t.Roles, &t.ServiceIdentities, &t.NodeIdentities); err != nil {
+			return c.usageError(err.Error())
+		}
+		_, err := request(c, http.MethodPut, path, t, prettyToken)
+		return c.done(err)
+	}
+}
+
+func prettyToken(kv *kvWriter, t *state.ACLToken) {
+	kv.field("AccessorID", t.AccessorID)
+	kv.field("SecretID", t.SecretID)
+	kv.field("Description", t.Description)
+	kv.fieldIf("Namespace", t.Namespace)
+	kv.field("Local", t.Local)
+	kv.fieldIf("Auth Method", t.AuthMethod)
+	kv.field("Create Time", t.CreateTime.Format(time.RFC3339))
+	if t.ExpirationTime != nil {
+		kv.field("Expiration Time", t.ExpirationTime.Format(time.RFC3339))
+	}
+	kv.list("Policies", linkLines(t.Policies))
+	kv.list("Roles", linkLines(t.Roles))
+	services, nodes := identityLines(t.ServiceIdentities, t.NodeIdentities)
+	kv.list("Service Identities", services)
+	kv.list("Node Identities", nodes)
+}
+
+// ---- roles
+
+const roleUsage = `Usage: ctlplane acl role <command> [flags]
+
+  create -name=NAME [-description=TEXT] [-policy-name=NAME ...] [-policy-id=ID ...]
+         [-service-identity=NAME[:DC1,DC2] ...] [-node-identity=NAME:DC ...]
+  list
+  read   -id=ID | -name=NAME
+  update -id=ID | -name=NAME  [-name=NEW with -id] [-description=TEXT]
+         [-policy-name|-policy-id|-service-identity|-node-identity ...]   (the kinds given replace the role's)
+  delete -id=ID | -name=NAME
+`
+
+var roleCommands = map[string]func(*aclCmd, []string) int{
+	"create": roleWrite(false),
+	"update": roleWrite(true),
+	"list": func(c *aclCmd, args []string) int {
+		if !c.parse(args) {
+			return 1
+		}
+		_, err := request(c, http.MethodGet, "/v1/acl/roles", nil, each(prettyRole))
+		return c.done(err)
+	},
+	"read": func(c *aclCmd, args []string) int {
+		id := c.flags.String("id", "", "ID of the role")
+		name := c.flags.String("name", "", "name of the role")
+		if !c.parse(args) {
+			return 1
+		}
+		path, ok := pathOf("role", *id, *name)
+		if !ok {
+			return c.usageError("-id or -name is required")
+		}
+		_, err := request(c, http.MethodGet, path, nil, prettyRole)
+		return c.done(err)
+	},
+	"delete": func(c *aclCmd, args []string) int {
+		id := c.flags.String("id", "", "ID of the role")
+		name := c.flags.String("name", "", "name of the role")
+		if !c.parse(args) {
+			return 1
+		}
+		path, ok := pathOf("role", *id, *name)
+		if !ok {
+			return c.usageError("-id or -name is required")
+		}
+		if *id == "" {
+			r, err := fetch[state.ACLRole](c, path)
+			if err != nil {
+				return c.done(err)
+			}
+			path = "/v1/acl/role/" + url.PathEscape(r.ID)
+		}
+		return c.done(deleted(c, "Role", firstOf(*id, *name), path))
+	},
+}
+
+func roleWrite(update bool) func(*aclCmd, []string) int {
+	return func(c *aclCmd, args []string) int {
+		id := ""
+		if update {
+			c.flags.StringVar(&id, "id", "", "ID of the role to update")
+		}
+		name := c.flags.String("name", "", "name of the role (update: selects it when -id is not given, else renames it)")
+		desc := c.flags.String("description", "", "description")
+		g := addGrantFlags(c, false)
+		if !c.parse(args) {
+			return 1
+		}
+		r, path := &state.ACLRole{}, "/v1/acl/role"
+		if update {
+			sel, ok := pathOf("role", id, *name)
+			if !ok {
+				return c.usageError("-id or -name is required")
+			}
+			var err error
+			if r, err = fetch[state.ACLRole](c, sel); err != nil {
+				return c.done(err)
+			}
+			path += "/" + url.PathEscape(r.ID)
+		} else if *name == "" {
+			return c.usageError("-name is required")
+		}
+		if c.set["name"] {
+			r.Name = *name
+		}
+		if c.set["description"] {
+			r.Description = *desc
+		}
+		if err := g.apply(c, &r.Policies, nil, &r.ServiceIdentities, &r.NodeIdentities); err != nil {
+			return c.usageError(err.Error())
+		}
+		_, err := request(c, http.MethodPut, path, r, prettyRole)
+		return c.done(err)
+	}
+}
+
+func prettyRole(kv *kvWriter, r *state.ACLRole) {
+	kv.field("ID", r.ID)
+	kv.field("Name", r.Name)
+	kv.field("Description", r.Description)
+	kv.list("Policies", linkLines(r.Policies))
+	services, nodes := identityLines(r.ServiceIdentities, r.NodeIdentities)
+	kv.list("Service Identities", services)
+	kv.list("Node Identities", nodes)
+}
+
+// ---- auth methods
+
+const authMethodUsage = `Usage: ctlplane acl auth-method <command> [flags]
+
+  create -name=NAME -type=jwt [-display-name=TEXT] [-description=TEXT]
+         [-max-token-ttl=DURATION] [-token-locality=local|global] [-config=JSON|@FILE|-]
+  list
+  read   -name=NAME
+  update -name=NAME [-display-name=TEXT] [-description=TEXT] [-max-token-ttl=DURATION]
+         [-token-locality=local|global] [-config=JSON|@FILE|-]
+  delete -name=NAME
+`
+
+// authMethod is an auth method as sent and shown. MaxTokenTTL goes out as
+// a duration string, as Consul's client sends it.
+type authMethod struct {
+	Name          string
+	Type          string
+	DisplayName   string         `json:",omitempty"`
+	Description   string         `json:",omitempty"`
+	MaxTokenTTL   jsonDuration   `json:",omitempty"`
+	TokenLocality string         `json:",omitempty"`
+	Config        map[string]any `json:",omitempty"`
+	Namespace     string         `json:",omitempty"`
+}
+
+// jsonDuration is written as "1h0m0s" and read from a string or nanoseconds.
+type jsonDuration time.Duration
+
+func (d jsonDuration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *jsonDuration) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		v, err := time.ParseDuration(s)
+		*d = jsonDuration(v)
+		return err
+	}
+	var n int64
+	err := json.Unmarshal(b, &n)
+	*d = jsonDuration(n)
+	return err
+}
+
+func authMethodPath(name string) string { return "/v1/acl/auth-method/" + url.PathEscape(name) }
+
+var authMethodCommands = map[string]func(*aclCmd, []string) int{
+	"create": authMethodWrite(false),
+	"update": authMethodWrite(true),
+	"list": func(c *aclCmd, args []string) int {
+		if !c.parse(args) {
+			return 1
+		}
+		_, err := request(c, http.MethodGet, "/v1/acl/auth-methods", nil, each(prettyAuthMethod))
+		return c.done(err)
+	},
+	"read": func(c *aclCmd, args []string) int {
+		name := c.flags.String("name", "", "name of the auth method")
+		if !c.parse(args) {
+			return 1
+		}
+		if *name == "" {
+			return c.usageError("-name is required")
+		}
+		_, err := request(c, http.MethodGet, authMethodPath(*name), nil, prettyAuthMethod)
+		return c.done(err)
+	},
+	"delete": func(c *aclCmd, args []string) int {
+		name := c.flags.String("name", "", "name of the auth method")
+		if !c.parse(args) {
+			return 1
+		}
+		if *name == "" {
+			return c.usageError("-name is required")
+		}
+		return c.done(deleted(c, "Auth method", *name, authMethodPath(*name)))
+	},
+}
+
+func authMethodWrite(update bool) func(*aclCmd, []string) int {
+	return func(c *aclCmd, args []string) int {
+		name := c.flags.String("name", "", "name of the auth method")
+		typ := ""
+		if !update {
+			c.flags.StringVar(&typ, "type", "", "type of the auth method: jwt")
+		}
+		display := c.flags.String("display-name", "", "name to show in UIs")
+		desc := c.flags.String("description", "", "description")
+		ttl := c.flags.Duration("max-token-ttl", 0, "longest lifetime of a token minted by login")
+		locality := c.flags.String("token-locality", "", "kind of token login mints: local or global")
+		config := c.flags.String("config", "", "configuration as JSON: the text, @FILE, or - for standard input")
+		if !c.parse(args) {
+			return 1
+		}
+		if *name == "" {
+			return c.usageError("-name is required")
+		}
+		if !update && typ == "" {
+			return c.usageError("-type is required")
+		}
+		m, path := &authMethod{Name: *name, Type: typ}, "/v1/acl/auth-method"
+		if update {
+			path = authMethodPath(*name)
+			var err error
+			if m, err = fetch[authMethod](c, path); err != nil {
+				return c.done(err)
+			}
+		}
+		if c.set["display-name"] {
+			m.DisplayName = *display
+		}
+		if c.set["description"] {
+			m.Description = *desc
+		}
+		if c.set["max-token-ttl"] {
+			m.MaxTokenTTL = jsonDuration(*ttl)
+		}
+		if c.set["token-locality"] {
+			m.TokenLocality = *locality
+		}
+		if c.set["config"] {
+			text, err := readValue(*config)
+			if err != nil {
+				return c.done(err)
+			}
+			m.Config = nil
+			if err := json.Unmarshal([]byte(text), &m.Config); err != nil {
+				return c.done(fmt.Errorf("-config is not a JSON object: %w", err))
+			}
+		}
+		_, err := request(c, http.MethodPut, path, m, prettyAuthMethod)
+		return c.done(err)
+	}
+}
+
+func prettyAuthMethod(kv *kvWriter, m *authMethod) {
+	kv.field("Name", m.Name)
+	kv.field("Type", m.Type)
+	kv.field("DisplayName", m.DisplayName)
+	kv.field("Description", m.Description)
+	if m.MaxTokenTTL != 0 {
+		kv.field("MaxTokenTTL", time.Duration(m.MaxTokenTTL))
+	}
+	kv.fieldIf("TokenLocality", m.TokenLocality)
+	kv.fieldIf("Namespace", m.Namespace)
+	if len(m.Config) > 0 {
+		b, _ := json.MarshalIndent(m.Config, "", "  ")
+		kv.text("Config", string(b))
+	}
+}
+
+// ---- binding rules
+
+const bindingRuleUsage = `Usage: ctlplane acl binding-rule <command> [flags]
+
+  create -method=NAME -bind-type=service|node|role -bind-name=NAME [-selector=EXPR] [-description=TEXT]
+  list   [-method=NAME]
+  read   -id=ID
+  update -id=ID [-bind-type=...] [-bind-name=...] [-selector=EXPR] [-description=TEXT]
+  delete -id=ID
+`
+
+func bindingRulePath(id string) string { return "/v1/acl/binding-rule/" + url.PathEscape(id) }
+
+var bindingRuleCommands = map[string]func(*aclCmd, []string) int{
+	"create": bindingRuleWrite(false),
+	"update": bindingRuleWrite(true),
+	"list": func(c *aclCmd, args []string) int {
+		method := c.flags.String("method", "", "list only the rules of this auth method")
+		if !c.parse(args) {
+			return 1
+		}
+		path := "/v1/acl/binding-rules"
+		if *method != "" {
+			path += "?authmethod=" + url.QueryEscape(*method)
+		}
+		_, err := request(c, http.MethodGet, path, nil, each(prettyBindingRule))
+		return c.done(err)
+	},
+	"read": func(c *aclCmd, args []string) int {
+		id := c.flags.String("id", "", "ID of the binding rule")
+		if !c.parse(args) {
+			return 1
+		}
+		if *id == "" {
+			return c.usageError("-id is required")
+		}
+		_, err := request(c, http.MethodGet, bindingRulePath(*id), nil, prettyBindingRule)
+		return c.done(err)
+	},
+	"delete": func(c *aclCmd, args []string) int {
+		id := c.flags.String("id", "", "ID of the binding rule")
+		if !c.parse(args) {
+			return 1
+		}
+		if *id == "" {
+			return c.usageError("-id is required")
+		}
+		return c.done(deleted(c, "Binding rule", *id, bindingRulePath(*id)))
+	},
+}
+
+func bindingRuleWrite(update bool) func(*aclCmd, []string) int {
+	return func(c *aclCmd, args []string) int {
+		var id, method string
+		if update {
+			c.flags.StringVar(&id, "id", "", "ID of the binding rule to update")
+		} else {
+			c.flags.StringVar(&method, "method", "", "auth method the rule belongs to")
+		}
+		bindType := c.flags.String("bind-type", "", "what a matching login gets: service, node or role")
+		bindName := c.flags.String("bind-name", "", "name to bind, may use ${...} interpolation")
+		selector := c.flags.String("selector", "", "go-bexpr expression over the login's identity")
+		desc := c.flags.String("description", "", "description")
+		if !c.parse(args) {
+			return 1
+		}
+		r, path := &state.BindingRule{AuthMethod: method}, "/v1/acl/binding-rule"
+		if update {
+			if id == "" {
+				return c.usageError("-id is required")
+			}
+			path = bindingRulePath(id)
+			var err error
+			if r, err = fetch[state.BindingRule](c, path); err != nil {
+				return c.done(err)
+			}
+		} else if method == "" || *bindType == "" || *bindName == "" {
+			return c.usageError("-method, -bind-type and -bind-name are required")
+		}
+		if c.set["bind-type"] {
+			r.BindType = *bindType
+		}
+		if c.set["bind-name"] {
+			r.BindName = *bindName
+		}
+		if c.set["selector"] {
+			r.Selector = *selector
+		}
+		if c.set["description"] {
+			r.Description = *desc
+		}
+		_, err := request(c, http.MethodPut, path, r, prettyBindingRule)
+		return c.done(err)
+	}
+}
+
+func prettyBindingRule(kv *kvWriter, r *state.BindingRule) {
+	kv.field("ID", r.ID)
+	kv.field("AuthMethod", r.AuthMethod)
+	kv.field("Description", r.Description)
+	kv.field("BindType", r.BindType)
+	kv.field("BindName", r.BindName)
+	kv.field("Selector", r.Selector)
+	kv.fieldIf("Namespace", r.Namespace)
+}
