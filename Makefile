@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: build dev test bench lint
+.PHONY: build dev test bench lint fuzz
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ctlplane ./cmd/ctlplane
@@ -19,6 +19,10 @@ test:
 # Every benchmark (scripts/bench.sh): load tool, cluster, failover, snapshots, Go benchmarks.
 bench:
 	scripts/bench.sh
+
+# Every fuzz target for FUZZTIME (default 10s) each.
+fuzz:
+	scripts/fuzz.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
