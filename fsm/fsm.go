@@ -131,26 +131,42 @@ func ReadSnapshot(r io.Reader, restore *state.Restore) error {
 	dec := codec.NewDecoder(r, msgpackHandle)
 	var rows uint64
 	for {
-		var table string
-		if err := dec.Decode(&table); err != nil {
+		// Pointers, so that a msgpack nil (which decodes as "" or 0) is not
+		// taken for the end record's "" or its count.
+		var name *string
+		if err := dec.Decode(&name); err != nil {
 			if err == io.EOF {
 				return fmt.Errorf("snapshot is truncated: it ends after %d rows without its end record", rows)
 			}
 			return fmt.Errorf("failed reading snapshot record: %w", err)
 		}
+		if name == nil {
+			return fmt.Errorf("snapshot record after %d rows has no table name", rows)
+		}
+		table := *name
 		if table == "" {
-			var want uint64
+			var want *uint64
 			if err := dec.Decode(&want); err != nil {
 				return fmt.Errorf("failed reading snapshot end record: %w", err)
 			}
-			if want != rows {
-				return fmt.Errorf("snapshot has %d rows, its end record says %d", rows, want)
+			if want == nil {
+				return fmt.Errorf("snapshot end record has no row count")
 			}
-			var extra string
-			if err := dec.Decode(&extra); err != io.EOF {
+			if *want != rows {
+				return fmt.Errorf("snapshot has %d rows, its end record says %d", rows, *want)
+			}
+			// The decoder reads nothing past the value it decodes, so any
+			// byte left in r follows the end record. (Decoding one more
+			// value instead would report a partial one as io.EOF.)
+			var extra [1]byte
+			switch _, err := io.ReadFull(r, extra[:]); err {
+			case io.EOF:
+				return nil
+			case nil:
 				return fmt.Errorf("snapshot has data after its end record")
+			default:
+				return fmt.Errorf("failed reading snapshot after its end record: %w", err)
 			}
-			return nil
 		}
 		row := state.NewRow(table)
 		if row == nil {
