@@ -98,11 +98,17 @@ func (s *Store) ACLAuthMethodDelete(idx uint64, name string) error {
 	if err := txn.Delete(aclAuthMethodsTable, raw); err != nil {
 		return fmt.Errorf("failed deleting auth method: %w", err)
 	}
-	rules, err := txn.DeleteAll(bindingRulesTable, "authmethod", method.Name)
+	// Method names are case-insensitive: a rule or token that names the
+	// method in another case belongs to it too.
+	rules, err := deleteWhere(txn, bindingRulesTable, func(raw any) bool {
+		return strings.EqualFold(raw.(*BindingRule).AuthMethod, method.Name)
+	})
 	if err != nil {
 		return fmt.Errorf("failed deleting binding rules of %q: %w", method.Name, err)
 	}
-	tokens, err := txn.DeleteAll(aclTokensTable, "authmethod", method.Name)
+	tokens, err := deleteWhere(txn, aclTokensTable, func(raw any) bool {
+		return strings.EqualFold(raw.(*ACLToken).AuthMethod, method.Name)
+	})
 	if err != nil {
 		return fmt.Errorf("failed deleting tokens of %q: %w", method.Name, err)
 	}
@@ -120,4 +126,24 @@ func (s *Store) ACLAuthMethodDelete(idx uint64, name string) error {
 	}
 	txn.Commit()
 	return nil
+}
+
+// deleteWhere deletes every row of table that match accepts.
+func deleteWhere(txn *memdb.Txn, table string, match func(any) bool) (int, error) {
+	iter, err := txn.Get(table, "id")
+	if err != nil {
+		return 0, err
+	}
+	var doomed []any
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if match(raw) {
+			doomed = append(doomed, raw)
+		}
+	}
+	for _, raw := range doomed {
+		if err := txn.Delete(table, raw); err != nil {
+			return 0, err
+		}
+	}
+	return len(doomed), nil
 }
