@@ -75,6 +75,33 @@ func must(t testing.TB, ts *servertest.TestServer, method, path, body string) *s
 	return r
 }
 
+// write sends a write that must succeed. A 503 "No cluster leader" (an
+// election: the Raft timeouts are short and the machine is small and
+// shared) is retried for a while; such a write may then be applied twice,
+// so callers compare by name where that matters.
+func write(t testing.TB, ts *servertest.TestServer, method, path, body string) *servertest.Response {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := call(t, ts, method, path, body)
+		if r.Status == http.StatusServiceUnavailable && r.Body == noLeader && time.Now().Before(deadline) {
+			t.Logf("%s %s%s met an election, retrying", method, ts.URL, path)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s %s%s %s: %s, want 200", method, ts.URL, path, body, r)
+		}
+		return r
+	}
+}
+
+// startCluster starts n in-memory servers forming one cluster.
+func startCluster(t testing.TB, n int) []*servertest.TestServer {
+	t.Helper()
+	return servertest.StartCluster(t, n, servertest.RaftTimeout(raftTimeout))
+}
+
 // rule is a binding rule as the API shows it.
 type rule struct {
 	ID          string
@@ -108,7 +135,7 @@ func decodeRule(t testing.TB, body string) rule {
 // create makes one rule through ts and checks the answer.
 func create(t testing.TB, ts *servertest.TestServer, name string) rule {
 	t.Helper()
-	r := decodeRule(t, must(t, ts, http.MethodPut, rulePath, ruleBody("rule "+name, "minikube", "", "service", name, "")).Body)
+	r := decodeRule(t, write(t, ts, http.MethodPut, rulePath, ruleBody("rule "+name, "minikube", "", "service", name, "")).Body)
 	if r.ID == "" || r.BindName != name || r.CreateIndex == 0 || r.ModifyIndex != r.CreateIndex {
 		t.Fatalf("create %s answered %+v", name, r)
 	}
@@ -130,19 +157,19 @@ func seedRules(t testing.TB, ts *servertest.TestServer, prefix string, n int) []
 			sel = fmt.Sprintf(`serviceaccount.name=="%s-%d"`, prefix, i)
 		}
 		bt := []string{"service", "node", "role"}[i%3]
-		r := decodeRule(t, must(t, ts, http.MethodPut, rulePath,
+		r := decodeRule(t, write(t, ts, http.MethodPut, rulePath,
 			ruleBody(fmt.Sprintf("%s %d ü \"q\"", prefix, i), "method-"+prefix, sel, bt, fmt.Sprintf("%s-%d", prefix, i), ns)).Body)
 		out = append(out, r)
 	}
 	if n >= 2 {
 		// Update the first and delete the second, so indexes are not all creates.
-		u := decodeRule(t, must(t, ts, http.MethodPut, rulePath+"/"+out[0].ID,
+		u := decodeRule(t, write(t, ts, http.MethodPut, rulePath+"/"+out[0].ID,
 			ruleBody("updated", "", "", "role", prefix+"-updated", out[0].Namespace)).Body)
 		if u.ModifyIndex <= u.CreateIndex {
 			t.Fatalf("update answered %+v", u)
 		}
 		out[0] = u
-		if body := must(t, ts, http.MethodDelete, rulePath+"/"+out[1].ID+"?ns="+out[1].Namespace, "").Body; body != "true" {
+		if body := write(t, ts, http.MethodDelete, rulePath+"/"+out[1].ID+"?ns="+out[1].Namespace, "").Body; body != "true" {
 			t.Fatalf("delete answered %q", body)
 		}
 		out = append(out[:1], out[2:]...)
@@ -326,4 +353,23 @@ func followers(nodes []*servertest.TestServer, leader *servertest.TestServer) []
 		}
 	}
 	return out
+}
+
+// waitNamed waits until the leader's Raft configuration names every node:
+// a server records its name in the replicated state shortly after it is
+// in the cluster.
+func waitNamed(t testing.TB, nodes []*servertest.TestServer) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "every server's name to be recorded", func() string {
+		c := configOf(t, servertest.Leader(t, nodes), "")
+		if len(c.Servers) != len(nodes) {
+			return fmt.Sprintf("configuration %+v", c)
+		}
+		for _, s := range c.Servers {
+			if s.Node == "" {
+				return fmt.Sprintf("server %s has no node name yet", s.ID)
+			}
+		}
+		return ""
+	})
 }
