@@ -34,6 +34,17 @@ type member struct {
 	join     []string
 }
 
+// memberPort is a free port that no port-0 listener or outgoing connection
+// can take before the agent binds it (see servertest.FreeAddr).
+func memberPort(t *testing.T) int {
+	_, port, _ := strings.Cut(servertest.FreeAddr(t), ":")
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func (m *member) raftAddr() string { return "127.0.0.1:" + strconv.Itoa(m.raftPort) }
 func (m *member) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(m.httpPort) }
 
@@ -42,7 +53,7 @@ func newMembers(t *testing.T, n int) []*member {
 	ms := make([]*member, n)
 	var addrs []string
 	for i := range ms {
-		ms[i] = &member{name: fmt.Sprintf("node%d", i+1), dataDir: t.TempDir(), raftPort: freeLoopbackPort(t), httpPort: freeLoopbackPort(t), expect: n}
+		ms[i] = &member{name: fmt.Sprintf("node%d", i+1), dataDir: t.TempDir(), raftPort: memberPort(t), httpPort: memberPort(t), expect: n}
 		addrs = append(addrs, ms[i].httpAddr())
 	}
 	for _, m := range ms {
