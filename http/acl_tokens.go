@@ -119,7 +119,10 @@ func (h *Handler) tokenList(w http.ResponseWriter, r *http.Request) (any, error)
 	}
 	var out []*state.ACLToken
 	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
-		idx, tokens, err := s.ACLTokens(ws, keep)
+		// Expired tokens are gone as far as clients can tell, reaped or not
+		// (upstream's TokenList skips them too).
+		now := time.Now()
+		idx, tokens, err := s.ACLTokens(ws, func(t *state.ACLToken) bool { return !t.Expired(now) && keep(t) })
 		out = make([]*state.ACLToken, len(tokens))
 		for i, t := range tokens {
 			out[i] = tokenView(s, t, show)
@@ -150,6 +153,9 @@ func (h *Handler) tokenRead(w http.ResponseWriter, r *http.Request) (any, error)
 	var out *state.ACLToken
 	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
 		idx, t, err := s.ACLTokenByAccessor(ws, accessor)
+		if t != nil && t.Expired(time.Now()) {
+			t = nil // not found, as upstream's TokenRead says until it is reaped
+		}
 		if t != nil {
 			out = tokenView(s, t, show)
 		}
@@ -291,6 +297,11 @@ func (h *Handler) tokenWrite(w http.ResponseWriter, r *http.Request) (any, error
 			return nil, badRequest("Cannot change expiration time of %s", existing.AccessorID)
 		}
 		tok.AccessorID = existing.AccessorID
+		if req.Namespace == "" {
+			// An update keeps the token's namespace unless the body names
+			// one: it must not move to the caller's.
+			tok.Namespace = existing.Namespace
+		}
 		tok.AuthMethod = existing.AuthMethod
 		tok.ExpirationTime = existing.ExpirationTime
 		tok.ExpirationTTL = existing.ExpirationTTL

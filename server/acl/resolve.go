@@ -22,6 +22,10 @@ type Resolver struct {
 	// authorizers caches each token's authorizer; an entry is good while the
 	// token, the policies and the roles are unchanged.
 	authorizers map[string]cachedAuthorizer
+	// store is the state store the cached authorizers were built from. A
+	// snapshot restore replaces the store, and the indexes the entries are
+	// keyed on then describe other objects: the cache starts over.
+	store *state.Store
 }
 
 type cachedAuthorizer struct {
@@ -30,8 +34,8 @@ type cachedAuthorizer struct {
 }
 
 type cachedPolicy struct {
-	modifyIndex uint64
-	rules       *Rules
+	source string
+	rules  *Rules
 }
 
 // Resolve finds the token of secret ("" is the anonymous token) and builds
@@ -51,6 +55,9 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	}
 	rulesIndex := s.ACLRulesIndex()
 	r.mu.Lock()
+	if r.store != s {
+		r.store, r.authorizers = s, nil
+	}
 	c, ok := r.authorizers[tok.AccessorID]
 	r.mu.Unlock()
 	if ok && c.tokenIndex == tok.ModifyIndex && c.rulesIndex == rulesIndex {
@@ -58,10 +65,12 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	}
 	authz := r.authorizer(s, tok)
 	r.mu.Lock()
-	if r.authorizers == nil || len(r.authorizers) > 65536 {
-		r.authorizers = map[string]cachedAuthorizer{}
+	if r.store == s { // a request still on a replaced store does not cache
+		if r.authorizers == nil || len(r.authorizers) > 65536 {
+			r.authorizers = map[string]cachedAuthorizer{}
+		}
+		r.authorizers[tok.AccessorID] = cachedAuthorizer{tokenIndex: tok.ModifyIndex, rulesIndex: rulesIndex, authz: authz}
 	}
-	r.authorizers[tok.AccessorID] = cachedAuthorizer{tokenIndex: tok.ModifyIndex, rulesIndex: rulesIndex, authz: authz}
 	r.mu.Unlock()
 	return tok, authz, nil
 }
@@ -94,11 +103,12 @@ func (r *Resolver) authorizer(s *state.Store, tok *state.ACLToken) *Authorizer {
 	return NewAuthorizer(rules)
 }
 
-// rules parses a policy's rules, cached by ID and ModifyIndex.
+// rules parses a policy's rules, cached by ID and checked against the
+// rules text (an index alone could name other rules after a restore).
 func (r *Resolver) rules(p *state.ACLPolicy) *Rules {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e, ok := r.policies[p.ID]; ok && e.modifyIndex == p.ModifyIndex {
+	if e, ok := r.policies[p.ID]; ok && e.source == p.Rules {
 		return e.rules
 	}
 	parsed, err := Parse(p.Rules)
@@ -108,6 +118,6 @@ func (r *Resolver) rules(p *state.ACLPolicy) *Rules {
 	if r.policies == nil || len(r.policies) > 16384 {
 		r.policies = map[string]cachedPolicy{}
 	}
-	r.policies[p.ID] = cachedPolicy{modifyIndex: p.ModifyIndex, rules: parsed}
+	r.policies[p.ID] = cachedPolicy{source: p.Rules, rules: parsed}
 	return parsed
 }
