@@ -114,6 +114,16 @@ func aclTokenSetTxn(txn *memdb.Txn, idx uint64, t *ACLToken, create bool) (*ACLT
 		if t.SecretID == "" {
 			return nil, errorf(ErrInvalid, "token is missing its SecretID")
 		}
+		// A login token is minted after its auth method was read; refuse it
+		// if the method has been deleted since, or its tokens would outlive
+		// the cascade that deletes them.
+		if t.AuthMethod != "" {
+			if m, err := txn.First(aclAuthMethodsTable, "id", t.AuthMethod); err != nil {
+				return nil, fmt.Errorf("failed auth method lookup: %w", err)
+			} else if m == nil {
+				return nil, errorf(ErrNotFound, "auth method %q not found", t.AuthMethod)
+			}
+		}
 		if other, err := txn.First(aclTokensTable, "secret", t.SecretID); err != nil {
 			return nil, fmt.Errorf("failed token lookup: %w", err)
 		} else if other != nil {
