@@ -166,6 +166,9 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 	if req.BindVars != nil {
 		return nil, badRequest("invalid Binding Rule: BindVars cannot be set when bind type is not templated-policy.")
 	}
+	if err := h.checkBindingRuleMethod(req.AuthMethod, pathVal, ns, req.Selector, req.BindType, req.BindName); err != nil {
+		return nil, err
+	}
 
 	set := fsm.BindingRuleSetRequest{
 		Rule: state.BindingRule{

@@ -76,6 +76,8 @@ func New(backend Backend, logger hclog.Logger) *Handler {
 	})
 	h.registerStatus()
 	h.registerBindingRules()
+	h.registerAuthMethods()
+	h.registerLogin()
 	h.registerPolicies()
 	h.registerTokens()
 	h.registerRoles()
