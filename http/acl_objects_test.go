@@ -161,8 +161,8 @@ func TestACLPolicyValidation(t *testing.T) {
 	t.Run("rejected", func(t *testing.T) {
 		tests := []struct{ name, body, msg string }{
 			{"no name", `{"Rules":"acl = \"read\""}`, "Invalid Policy: no Name is set"},
-			{"space in name", body("a b", ""), "Invalid Policy: invalid Name"},
-			{"name of 129 characters", body(strings.Repeat("n", 129), ""), "Invalid Policy: invalid Name"},
+			{"space in name", body("a b", ""), "Invalid Policy: invalid Name. Only alphanumeric characters, '-' and '_' are allowed"},
+			{"name of 129 characters", body(strings.Repeat("n", 129), ""), "Invalid Policy: invalid Name. Only alphanumeric characters, '-' and '_' are allowed"},
 			{"acl list", body("p", `acl = "list"`), `Invalid acl policy: "list"`},
 			{"acl scale", body("p", `acl = "scale"`), `Invalid acl policy: "scale"`},
 			{"operator list", body("p", `operator = "list"`), `Invalid operator policy: "list"`},
@@ -715,7 +715,7 @@ func TestACLRoleCRUD(t *testing.T) {
 	}{
 		{"duplicate name", "PUT", rolePath, `{"Name":"writers"}`, 400, `Invalid Role: A Role with Name "writers" already exists`},
 		{"no name", "PUT", rolePath, `{}`, 400, "Invalid Role: no Name is set"},
-		{"bad name", "PUT", rolePath, `{"Name":"a/b"}`, 400, "Invalid Role: invalid Name"},
+		{"bad name", "PUT", rolePath, `{"Name":"a/b"}`, 400, "Invalid Role: invalid Name. Only alphanumeric characters, '-' and '_' are allowed"},
 		{"unknown policy", "PUT", rolePath, `{"Name":"x","Policies":[{"Name":"nope"}]}`, 400, `No such ACL policy with name "nope"`},
 		{"ID mismatch", "PUT", rolePath + "/" + role.ID, fmt.Sprintf(`{"ID":%s,"Name":"writers"}`, js(otherID)), 400, "Role ID in URL and payload do not match"},
 		{"update unknown", "PUT", rolePath + "/" + otherID, `{"Name":"ghost"}`, 404, "Cannot find role " + otherID},

@@ -134,7 +134,7 @@ func (h *Handler) policyWrite(w http.ResponseWriter, r *http.Request) (any, erro
 		return nil, badRequest("Invalid Policy: no Name is set")
 	}
 	if !aclNameRE.MatchString(req.Name) {
-		return nil, badRequest("Invalid Policy: invalid Name")
+		return nil, badRequest("Invalid Policy: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")
 	}
 	if _, err := acl.Parse(req.Rules); err != nil {
 		return nil, badRequest("%s", err.Error())

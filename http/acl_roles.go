@@ -110,7 +110,7 @@ func (h *Handler) roleWrite(w http.ResponseWriter, r *http.Request) (any, error)
 		return nil, badRequest("Invalid Role: no Name is set")
 	}
 	if !aclNameRE.MatchString(req.Name) {
-		return nil, badRequest("Invalid Role: invalid Name")
+		return nil, badRequest("Invalid Role: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")
 	}
 	s := h.backend.State()
 	role := state.ACLRole{Name: req.Name, Description: req.Description, ServiceIdentities: req.ServiceIdentities, NodeIdentities: req.NodeIdentities}
