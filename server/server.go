@@ -93,6 +93,10 @@ func (e *statusError) StatusCode() int { return e.code }
 // ErrNoLeader is returned when there is no leader to serve a request.
 var ErrNoLeader error = &statusError{code: http.StatusServiceUnavailable, msg: "No cluster leader"}
 
+// errAbortedByRestore: a snapshot restore replaced the state while the write
+// was being committed, so the write was dropped; the client may retry.
+var errAbortedByRestore error = &statusError{code: http.StatusServiceUnavailable, msg: "The write was not applied: a snapshot restore replaced the state while it was being committed; retry it"}
+
 // applyEnqueueTimeout bounds how long a write waits to enter Raft's queue.
 const applyEnqueueTimeout = 30 * time.Second
 
@@ -435,6 +439,9 @@ func (s *Server) Apply(t fsm.MessageType, req any) (any, error) {
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return nil, ErrNoLeader
+		}
+		if errors.Is(err, raft.ErrAbortedByRestore) {
+			return nil, errAbortedByRestore
 		}
 		return nil, fmt.Errorf("failed to apply request: %w", err)
 	}

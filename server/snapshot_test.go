@@ -466,7 +466,7 @@ func TestSnapshotRestoreDuringWrites(t *testing.T) {
 		got, present := byName[w.name]
 		overlaps := !w.end.Before(restoreStart) && !w.start.After(restoreEnd)
 		switch {
-		case overlaps && w.err == nil && w.status == http.StatusInternalServerError && strings.Contains(w.body, "snapshot restored while committing log"):
+		case overlaps && w.err == nil && w.status == http.StatusServiceUnavailable && strings.Contains(w.body, "a snapshot restore replaced the state while it was being committed"):
 			// Raft drops a write that was not committed when the restore
 			// went in; the client is told it failed.
 			failed++
