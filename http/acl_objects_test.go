@@ -520,6 +520,12 @@ func TestACLTokenUpdate(t *testing.T) {
 			s.expectRefused(t, "root", "PUT", tc.path, tc.body, tc.status, tc.msg)
 		})
 	}
+	// An expired token is not found for an update either (until it is
+	// reaped it is still stored, as upstream's TokenSet treats it).
+	past := time.Now().Add(-time.Minute)
+	expired := putToken(t, s, state.ACLToken{Description: "expired", ExpirationTime: &past})
+	s.expectRefused(t, "root", "PUT", tokenPath+"/"+expired.AccessorID, `{"Description":"revived"}`, 404, "Cannot find token "+expired.AccessorID)
+
 	// A token without expiry cannot get one either.
 	plain := s.token(t, `{}`)
 	s.expectRefused(t, "root", "PUT", tokenPath+"/"+plain.AccessorID, `{"ExpirationTTL":"1h"}`, 400, "Cannot change expiration time of "+plain.AccessorID)

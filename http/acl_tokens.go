@@ -277,7 +277,7 @@ func (h *Handler) tokenWrite(w http.ResponseWriter, r *http.Request) (any, error
 		if err != nil {
 			return nil, err
 		}
-		if existing == nil {
+		if existing == nil || existing.Expired(time.Now()) {
 			return nil, notFound("Cannot find token " + pathVal)
 		}
 		if req.AccessorID != "" && !strings.EqualFold(req.AccessorID, existing.AccessorID) {
