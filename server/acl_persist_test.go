@@ -319,3 +319,33 @@ func TestACLRestoreReplacesCachedPermissions(t *testing.T) {
 		t.Error("the anonymous token kept the write permission it had before the restore")
 	}
 }
+
+// TestACLRestoreOfAnArchiveWithoutACLs: an archive from a server that ran
+// with ACLs off (and so has no management token) restored onto one with
+// ACLs on: the target's management token is recreated and works, the
+// anonymous token is refused, the data is there.
+func TestACLRestoreOfAnArchiveWithoutACLs(t *testing.T) {
+	a := servertest.Start(t)
+	must(t, a, "PUT", rulePath, `{"AuthMethod":"m","BindType":"service","BindName":"web"}`)
+	archive := must(t, a, "GET", "/v1/snapshot", "").Body
+
+	b := apStart(t, "root-b")
+	apMust(t, b, "root-b", "PUT", "/v1/snapshot", archive)
+	apMust(t, b, "root-b", "GET", "/v1/acl/token/self", "")
+	apExpect(t, apDo(t, b, "", "GET", rulesPath, ""), 403, fmt.Sprintf(apAnonymousFmt, "acl:read"))
+	// The archive was never bootstrapped; the recreated initial management
+	// token closes bootstrapping again.
+	var self apToken
+	apMust(t, b, "root-b", "GET", "/v1/acl/token/self", "").JSON(t, &self)
+	apExpect(t, apDo(t, b, "", "PUT", "/v1/acl/bootstrap", ""), 403, fmt.Sprintf(apResetFmt, self.CreateIndex))
+	var rules []rule
+	apMust(t, b, "root-b", "GET", rulesPath, "").JSON(t, &rules)
+	if len(rules) != 1 || rules[0].BindName != "web" {
+		t.Errorf("rules after the restore: %+v", rules)
+	}
+	var gm struct{ Name string }
+	apMust(t, b, "root-b", "GET", "/v1/acl/policy/00000000-0000-0000-0000-000000000001", "").JSON(t, &gm)
+	if gm.Name != "global-management" {
+		t.Errorf("built-in policy after the restore: %+v", gm)
+	}
+}
