@@ -115,18 +115,7 @@ func (h *Handler) roleWrite(w http.ResponseWriter, r *http.Request) (any, error)
 	s := h.backend.State()
 	role := state.ACLRole{Name: req.Name, Description: req.Description, ServiceIdentities: req.ServiceIdentities, NodeIdentities: req.NodeIdentities}
 	var err error
-	if role.Policies, err = resolveLinks(req.Policies, "policy", func(id, name string) (string, string, bool) {
-		var p *state.ACLPolicy
-		if id != "" {
-			_, p, _ = s.ACLPolicy(memdb.NewWatchSet(), id)
-		} else {
-			_, p, _ = s.ACLPolicyByName(memdb.NewWatchSet(), name)
-		}
-		if p == nil {
-			return "", "", false
-		}
-		return p.ID, p.Name, true
-	}); err != nil {
+	if role.Policies, err = resolveLinks(req.Policies, "policy", findPolicy(s)); err != nil {
 		return nil, err
 	}
 	if err := validateIdentities(role.ServiceIdentities, role.NodeIdentities, "role"); err != nil {

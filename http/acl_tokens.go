@@ -240,32 +240,10 @@ func (h *Handler) tokenWrite(w http.ResponseWriter, r *http.Request) (any, error
 		Local:             req.Local,
 		Namespace:         ns,
 	}
-	if tok.Policies, err = resolveLinks(req.Policies, "policy", func(id, name string) (string, string, bool) {
-		var p *state.ACLPolicy
-		if id != "" {
-			_, p, _ = s.ACLPolicy(memdb.NewWatchSet(), id)
-		} else {
-			_, p, _ = s.ACLPolicyByName(memdb.NewWatchSet(), name)
-		}
-		if p == nil {
-			return "", "", false
-		}
-		return p.ID, p.Name, true
-	}); err != nil {
+	if tok.Policies, err = resolveLinks(req.Policies, "policy", findPolicy(s)); err != nil {
 		return nil, err
 	}
-	if tok.Roles, err = resolveLinks(req.Roles, "role", func(id, name string) (string, string, bool) {
-		var role *state.ACLRole
-		if id != "" {
-			_, role, _ = s.ACLRole(memdb.NewWatchSet(), id)
-		} else {
-			_, role, _ = s.ACLRoleByName(memdb.NewWatchSet(), name)
-		}
-		if role == nil {
-			return "", "", false
-		}
-		return role.ID, role.Name, true
-	}); err != nil {
+	if tok.Roles, err = resolveLinks(req.Roles, "role", findRole(s)); err != nil {
 		return nil, err
 	}
 	if err := validateIdentities(tok.ServiceIdentities, tok.NodeIdentities, "token"); err != nil {
@@ -392,6 +370,38 @@ func resolveLinks(links []state.ACLLink, kind string, find func(id, name string)
 		}
 	}
 	return out, nil
+}
+
+// findPolicy looks a policy link up by ID, else by name.
+func findPolicy(s *state.Store) func(id, name string) (string, string, bool) {
+	return func(id, name string) (string, string, bool) {
+		var p *state.ACLPolicy
+		if id != "" {
+			_, p, _ = s.ACLPolicy(memdb.NewWatchSet(), id)
+		} else {
+			_, p, _ = s.ACLPolicyByName(memdb.NewWatchSet(), name)
+		}
+		if p == nil {
+			return "", "", false
+		}
+		return p.ID, p.Name, true
+	}
+}
+
+// findRole looks a role link up by ID, else by name.
+func findRole(s *state.Store) func(id, name string) (string, string, bool) {
+	return func(id, name string) (string, string, bool) {
+		var r *state.ACLRole
+		if id != "" {
+			_, r, _ = s.ACLRole(memdb.NewWatchSet(), id)
+		} else {
+			_, r, _ = s.ACLRoleByName(memdb.NewWatchSet(), name)
+		}
+		if r == nil {
+			return "", "", false
+		}
+		return r.ID, r.Name, true
+	}
 }
 
 // validateIdentities checks service and node identities of a token or role.

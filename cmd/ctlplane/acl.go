@@ -149,19 +149,12 @@ func (c *apiClient) call(method, path string, in, out any) ([]byte, error) {
 		}
 		body = bytes.NewReader(b)
 	}
-	base := c.address
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	req, err := http.NewRequest(method, strings.TrimRight(base, "/")+path, body)
+	req, err := c.newRequest(method, path, body)
 	if err != nil {
 		return nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("X-Service-Token", c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -32,16 +32,9 @@ func clientFlags(flags *flag.FlagSet) *apiClient {
 // do sends a request and returns the response when its status is 200;
 // any other status is an error carrying the server's message.
 func (c *apiClient) do(method, path string, body io.Reader) (*http.Response, error) {
-	base := c.address
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	req, err := http.NewRequest(method, strings.TrimRight(base, "/")+path, body)
+	req, err := c.newRequest(method, path, body)
 	if err != nil {
 		return nil, err
-	}
-	if c.token != "" {
-		req.Header.Set("X-Service-Token", c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -53,4 +46,20 @@ func (c *apiClient) do(method, path string, body io.Reader) (*http.Response, err
 		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, strings.TrimSpace(string(msg)))
 	}
 	return resp, nil
+}
+
+// newRequest builds a request to the server, with the token when there is one.
+func (c *apiClient) newRequest(method, path string, body io.Reader) (*http.Request, error) {
+	base := c.address
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	req, err := http.NewRequest(method, strings.TrimRight(base, "/")+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("X-Service-Token", c.token)
+	}
+	return req, nil
 }
