@@ -35,10 +35,9 @@ func requestToken(r *http.Request) string {
 		return t
 	}
 	if auth := r.Header.Get("Authorization"); auth != "" {
-		if scheme, rest, ok := strings.Cut(strings.TrimSpace(auth), " "); ok && strings.EqualFold(scheme, "bearer") {
-			if t := strings.TrimSpace(rest); t != "" {
-				return t
-			}
+		// Upstream's rule: the scheme, then the first word after it.
+		if f := strings.Fields(auth); len(f) >= 2 && strings.EqualFold(f[0], "bearer") {
+			return f[1]
 		}
 	}
 	return compatToken(r)

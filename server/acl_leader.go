@@ -90,11 +90,8 @@ func (s *Server) reapExpiredTokens() {
 	}
 }
 
-// leaderACLLoop keeps the ACL system in shape while this server leads.
+// leaderACLLoop reaps expired tokens while this server leads.
 func (s *Server) leaderACLLoop(stopCh <-chan struct{}) {
-	if err := s.establishACL(); err != nil {
-		s.logger.Error("failed to create the built-in ACL objects", "error", err)
-	}
 	tick := time.NewTicker(s.config.TokenReapInterval)
 	defer tick.Stop()
 	for {

@@ -337,6 +337,11 @@ func (s *Server) monitorLeadership() {
 				s.logger.Warn("failed to wait for the state to catch up after winning leadership", "error", err)
 				continue
 			}
+			// The built-in ACL objects (and the initial management token)
+			// exist before the first request is served.
+			if err := s.establishACL(); err != nil {
+				s.logger.Error("failed to create the built-in ACL objects", "error", err)
+			}
 			s.leaderReady.Store(true)
 			s.logger.Info("cluster leadership acquired")
 			stopLeaderLoops = make(chan struct{})

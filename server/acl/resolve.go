@@ -13,9 +13,10 @@ import (
 // ErrTokenNotFound: the secret names no live token (unknown or expired).
 var ErrTokenNotFound = errors.New("ACL not found")
 
-// Resolver turns a secret into its token and authorizer. It caches parsed
-// policies; everything else is read from the state store each time, so a
-// change to a token, role or policy takes effect on the next request.
+// Resolver turns a secret into its token and authorizer. The token is read
+// from the state store every time; parsed policies and each token's
+// authorizer are cached until the token, a policy or a role changes, so a
+// change takes effect on the next request.
 type Resolver struct {
 	mu       sync.Mutex
 	policies map[string]cachedPolicy
