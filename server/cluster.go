@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -48,7 +49,26 @@ func (s *Server) clusterHandler(api http.Handler) http.Handler {
 	mux.HandleFunc(internalServerPath, s.handleServerInfo)
 	mux.Handle(internalJoinPath, s.forwarding(http.HandlerFunc(s.handleJoin)))
 	mux.Handle("/", s.forwarding(api))
+	if s.config.EnableDebug {
+		mux.Handle("/debug/pprof/", s.requireManagement(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/profile", s.requireManagement(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/trace", s.requireManagement(http.HandlerFunc(pprof.Trace)))
+	}
 	return mux
+}
+
+// requireManagement lets through only a management token when ACLs are on.
+func (s *Server) requireManagement(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.config.ACLEnabled {
+			_, authz, err := s.resolver.Resolve(s.State(), r.Header.Get("X-Service-Token"))
+			if err != nil || !authz.IsManagement() {
+				http.Error(w, "Permission denied: the profiler needs a management token", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {

@@ -58,6 +58,10 @@ type Config struct {
 	// TokenReapInterval is how often the leader deletes expired tokens.
 	TokenReapInterval time.Duration
 
+	// EnableDebug serves Go's profiler under /debug/pprof/ (management
+	// token required when ACLs are on).
+	EnableDebug bool
+
 	// SnapshotThreshold is how many log entries trigger a snapshot.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration

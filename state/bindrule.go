@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-bexpr/grammar"
 	"github.com/hashicorp/hil"
 	"github.com/hashicorp/hil/ast"
@@ -34,21 +33,31 @@ func validBindName(bindType, name string) bool {
 	return false
 }
 
+// ParseSelector parses a go-bexpr selector, with the same limit and errors
+// as bexpr.CreateEvaluator (which parses the same way); parsing once is
+// most of what validating a binding rule costs.
+func ParseSelector(selector string) (grammar.Expression, error) {
+	tree, err := grammar.Parse("", []byte(selector), grammar.MaxExpressions(2000000))
+	if err != nil {
+		return nil, err
+	}
+	return tree.(grammar.Expression), nil
+}
+
 // ValidateBindingRuleFields checks Selector, BindType and BindName of a rule
 // without knowing its auth method: every interpolation is rendered as
 // "fake" and the result must be a valid name for the bind type. The error
 // texts are the ones users of the upstream service know.
 func ValidateBindingRuleFields(selector, bindType, bindName string) error {
 	if selector != "" {
-		if _, err := bexpr.CreateEvaluator(selector); err != nil {
+		tree, err := ParseSelector(selector)
+		if err != nil {
 			return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
 		}
 		// go-bexpr compiles a "matches" regex only when it first evaluates
 		// it; reject a bad one now, as upstream does, not at every login.
-		if ast, err := grammar.Parse("", []byte(selector)); err == nil {
-			if err := checkSelectorRegexps(ast.(grammar.Expression)); err != nil {
-				return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
-			}
+		if err := checkSelectorRegexps(tree); err != nil {
+			return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
 		}
 	}
 	if bindType == "" {

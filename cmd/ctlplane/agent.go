@@ -35,6 +35,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.StringVar(&cfg.ACLInitialManagementToken, "acl-initial-management-token", "", "secret of a management token to create at first start")
 	flags.StringVar(&cfg.JoinToken, "join-token", "", "token sent when joining a cluster; needs operator:write (default: -acl-initial-management-token)")
 	flags.StringVar(&cfg.Datacenter, "datacenter", cfg.Datacenter, "datacenter name")
+	flags.BoolVar(&cfg.EnableDebug, "enable-debug", false, "serve Go's profiler under /debug/pprof/ (management token required when ACLs are on)")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := flags.Bool("log-json", false, "log in JSON")
 	if err := flags.Parse(args); err != nil {

@@ -64,14 +64,11 @@ func init() { kindOperators[fieldListMap] = kindOperators[fieldStringMap] }
 // ValidateSelector parses a selector and checks that every field it uses
 // is one of the method's identity fields, used with an operator that fits.
 func (c *Config) ValidateSelector(selector string) error {
-	if _, err := bexpr.CreateEvaluator(selector); err != nil {
-		return err
-	}
-	tree, err := grammar.Parse("", []byte(selector), grammar.MaxExpressions(2000000))
+	tree, err := state.ParseSelector(selector)
 	if err != nil {
 		return err
 	}
-	return c.checkExpr(tree.(grammar.Expression), nil)
+	return c.checkExpr(tree, nil)
 }
 
 // local is a variable a collection expression binds.
