@@ -1,19 +1,17 @@
 package http
 
 import (
-	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/authmethod"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -100,29 +98,7 @@ func authMethodNotFound(name string) error {
 // decodeLoginBody decodes a login or explain body strictly, with the
 // upstream login message for a body that does not decode.
 func decodeLoginBody(r *http.Request, out any) error {
-	fail := func(err error) error {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
-		return badRequest("Failed to decode request body: %v", err)
-	}
-	if r.Body == nil {
-		return fail(io.EOF)
-	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		return fail(err)
-	}
-	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
-	if err != nil {
-		return fail(err)
-	}
-	if len(bytes.TrimSpace(rest)) != 0 {
-		return fail(errors.New("unexpected data after the JSON object"))
-	}
-	return nil
+	return decodeStrict(r, "Failed to decode request body", out)
 }
 
 // login validates a bearer token with an auth method, binds the identity
@@ -172,12 +148,12 @@ func (l *loginHandler) logout(w http.ResponseWriter, r *http.Request) (any, erro
 	if secret == "" {
 		return nil, &apiError{code: http.StatusUnauthorized, msg: "Supplied token does not exist"}
 	}
-	_, tok, err := l.h.backend.State().ACLTokenBySecret(memdb.NewWatchSet(), secret)
+	tok, _, err := l.h.resolver.Resolve(l.h.backend.State(), secret)
+	if errors.Is(err, acl.ErrTokenNotFound) {
+		return nil, errACLNotFound
+	}
 	if err != nil {
 		return nil, err
-	}
-	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.SecretID), []byte(secret)) != 1 || tok.Expired(time.Now()) {
-		return nil, errACLNotFound
 	}
 	if tok.AuthMethod == "" {
 		return nil, &apiError{code: http.StatusForbidden, msg: "Permission denied: token wasn't created via login"}

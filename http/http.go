@@ -236,20 +236,26 @@ func writeJSON(w http.ResponseWriter, r *http.Request, obj any) {
 
 // decodeBody decodes a JSON request body strictly into out: unknown fields,
 // an empty body, a second value after the first, or a body over the limit
-// are all errors. what names the object in the message.
+// are all errors. what names the object in the message
+// ("<what> decoding failed: ...").
 func decodeBody(r *http.Request, what string, out any) error {
-	if r.Body == nil {
-		return badRequest("%s decoding failed: EOF", what)
-	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
+	return decodeStrict(r, what+" decoding failed", out)
+}
+
+// decodeStrict is decodeBody with the message prefix given whole.
+func decodeStrict(r *http.Request, prefix string, out any) error {
 	fail := func(err error) error {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return err
 		}
-		return badRequest("%s decoding failed: %v", what, err)
+		return badRequest("%s: %v", prefix, err)
 	}
+	if r.Body == nil {
+		return fail(io.EOF)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
 		return fail(err)
 	}
@@ -259,7 +265,7 @@ func decodeBody(r *http.Request, what string, out any) error {
 		return fail(err)
 	}
 	if len(bytes.TrimSpace(rest)) != 0 {
-		return badRequest("%s decoding failed: unexpected data after the JSON object", what)
+		return fail(errors.New("unexpected data after the JSON object"))
 	}
 	return nil
 }

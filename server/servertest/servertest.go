@@ -20,6 +20,7 @@ import (
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
 )
 
 // TestServer is one running agent.
@@ -256,12 +257,15 @@ func Leader(t testing.TB, nodes []*TestServer) *TestServer {
 	return nil
 }
 
-// WaitForLeader waits until a default-mode read succeeds.
+// WaitForLeader waits until a default-mode read succeeds and the server has
+// written its own record (its last start-up write), so that a test sees no
+// write it did not make.
 func (ts *TestServer) WaitForLeader(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if ts.CheckRead(false) == nil {
+		_, self, err := ts.State().Server(memdb.NewWatchSet(), ts.NodeID())
+		if ts.CheckRead(false) == nil && err == nil && self != nil && self.HTTPAddr == ts.HTTPAddr() {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
