@@ -128,6 +128,10 @@ func TestRouting(t *testing.T) {
 		{method: "GET", path: rulesPath + "/x", status: 404, body: badURL},
 		{method: "GET", path: rulesPath + "/", status: 404, body: badURL},
 		{method: "GET", path: "/v1/acl/binding-rulez", status: 404, body: badURL},
+		// Paths are not cleaned: no redirect that would turn a PUT into a GET.
+		{method: "PUT", path: "/" + rulePath, status: 404, body: badURL},
+		{method: "GET", path: "/v1//acl/binding-rules", status: 404, body: badURL},
+		{method: "GET", path: rulePath + "/../binding-rules", status: 400, body: `Invalid binding rule ID "../binding-rules": a 36-character UUID is required`},
 		{method: "PUT", path: "/v1/acl/binding-rules/x", status: 404, body: badURL},
 		{method: "GET", path: "/v1/nope", status: 404, body: badURL},
 		{method: "GET", path: "/v1", status: 404, body: badURL},

@@ -71,6 +71,9 @@ type Handler struct {
 // New returns the API handler over backend.
 func New(backend Backend, logger hclog.Logger) *Handler {
 	h := &Handler{backend: backend, logger: logger.Named("http"), router: mux.NewRouter()}
+	// Paths are matched as sent: cleaning would answer "//v1/..." with a
+	// redirect (which turns a PUT into a GET) instead of a 404.
+	h.router.SkipClean(true)
 	h.router.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Invalid URL path: not a recognized HTTP API endpoint")
 	})

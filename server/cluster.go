@@ -45,16 +45,31 @@ func (s *Server) self() state.ServerInfo {
 // clusterHandler routes the internal endpoints and sends the rest of the API
 // through leader forwarding.
 func (s *Server) clusterHandler(api http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc(internalServerPath, s.handleServerInfo)
-	mux.Handle(internalJoinPath, s.forwarding(http.HandlerFunc(s.handleJoin)))
-	mux.Handle("/", s.forwarding(api))
-	if s.config.EnableDebug {
-		mux.Handle("/debug/pprof/", s.requireManagement(http.HandlerFunc(pprof.Index)))
-		mux.Handle("/debug/pprof/profile", s.requireManagement(http.HandlerFunc(pprof.Profile)))
-		mux.Handle("/debug/pprof/trace", s.requireManagement(http.HandlerFunc(pprof.Trace)))
+	join := s.forwarding(http.HandlerFunc(s.handleJoin))
+	forwarded := s.forwarding(api)
+	profiler := map[string]http.Handler{
+		"/debug/pprof/profile": s.requireManagement(http.HandlerFunc(pprof.Profile)),
+		"/debug/pprof/trace":   s.requireManagement(http.HandlerFunc(pprof.Trace)),
 	}
-	return mux
+	profilerIndex := s.requireManagement(http.HandlerFunc(pprof.Index))
+	// Paths are matched as sent (no cleaning and redirecting, as
+	// http.ServeMux would do): the API answers odd paths with a 404.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == internalServerPath:
+			s.handleServerInfo(w, r)
+		case p == internalJoinPath:
+			join.ServeHTTP(w, r)
+		case s.config.EnableDebug && strings.HasPrefix(p, "/debug/pprof/"):
+			if h, ok := profiler[p]; ok {
+				h.ServeHTTP(w, r)
+			} else {
+				profilerIndex.ServeHTTP(w, r)
+			}
+		default:
+			forwarded.ServeHTTP(w, r)
+		}
+	})
 }
 
 // requireManagement lets through only a management token when ACLs are on.
