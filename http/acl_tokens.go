@@ -163,16 +163,38 @@ func (h *Handler) tokenRead(w http.ResponseWriter, r *http.Request) (any, error)
 	}, func() any { return out }, "Requested token does not exist: ACL not found")
 }
 
-// tokenSelf shows the caller its own token; it needs no permission.
+// tokenSelf shows the caller its own token; it needs no permission. It is a
+// read like the others (query options, blocking, the read headers), as
+// upstream's is: the official client takes its QueryMeta from the headers.
 func (h *Handler) tokenSelf(w http.ResponseWriter, r *http.Request) (any, error) {
 	if !h.backend.ACLEnabled() {
 		return nil, &apiError{code: http.StatusUnauthorized, msg: "ACL support disabled"}
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
 	}
 	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
-	return tokenView(h.backend.State(), id.token, true), nil
+	var out *state.ACLToken
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, t, err := s.ACLTokenByAccessor(ws, id.token.AccessorID)
+		out = nil
+		if t != nil && !t.Expired(time.Now()) {
+			out = tokenView(s, t, true)
+		}
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	if out == nil {
+		return nil, errACLNotFound // deleted or expired while the query waited
+	}
+	return out, nil
 }
 
 func (h *Handler) aclBootstrap(w http.ResponseWriter, r *http.Request) (any, error) {
