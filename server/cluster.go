@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -45,7 +46,9 @@ func (s *Server) self() state.ServerInfo {
 // clusterHandler routes the internal endpoints and sends the rest of the API
 // through leader forwarding.
 func (s *Server) clusterHandler(api http.Handler) http.Handler {
-	join := s.forwarding(http.HandlerFunc(s.handleJoin))
+	join := s.forwarding(s.requirePermission((*acl.Authorizer).OperatorWrite,
+		"Permission denied: joining the cluster needs a token with operator:write (agent flag -join-token)",
+		http.HandlerFunc(s.handleJoin)))
 	forwarded := s.forwarding(api)
 	profiler := map[string]http.Handler{
 		"/debug/pprof/profile": s.requireManagement(http.HandlerFunc(pprof.Profile)),
@@ -72,18 +75,24 @@ func (s *Server) clusterHandler(api http.Handler) http.Handler {
 	})
 }
 
-// requireManagement lets through only a management token when ACLs are on.
-func (s *Server) requireManagement(next http.Handler) http.Handler {
+// requirePermission lets a request through only when ACLs are off or its
+// X-Service-Token passes allowed; otherwise it answers 403 with denied.
+func (s *Server) requirePermission(allowed func(*acl.Authorizer) bool, denied string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.config.ACLEnabled {
 			_, authz, err := s.resolver.Resolve(s.State(), r.Header.Get("X-Service-Token"))
-			if err != nil || !authz.IsManagement() {
-				http.Error(w, "Permission denied: the profiler needs a management token", http.StatusForbidden)
+			if err != nil || !allowed(authz) {
+				http.Error(w, denied, http.StatusForbidden)
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// requireManagement lets through only a management token when ACLs are on.
+func (s *Server) requireManagement(next http.Handler) http.Handler {
+	return s.requirePermission((*acl.Authorizer).IsManagement, "Permission denied: the profiler needs a management token", next)
 }
 
 func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
@@ -123,13 +132,6 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "OPTIONS,PUT")
 		http.Error(w, fmt.Sprintf("method %s not allowed", r.Method), http.StatusMethodNotAllowed)
 		return
-	}
-	if s.config.ACLEnabled {
-		_, authz, err := s.resolver.Resolve(s.State(), r.Header.Get("X-Service-Token"))
-		if err != nil || !authz.OperatorWrite() {
-			http.Error(w, "Permission denied: joining the cluster needs a token with operator:write (agent flag -join-token)", http.StatusForbidden)
-			return
-		}
 	}
 	var srv state.ServerInfo
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
