@@ -25,6 +25,57 @@ func pathOf(kind, id, name string) (string, bool) {
 	return "", false
 }
 
+// namedObjectCommands are the commands of an object kind that is read and
+// deleted by -id or -name (policies and roles).
+func namedObjectCommands[T any](kind, title, listPath string, idOf func(*T) string, pretty func(*kvWriter, *T),
+	create, update func(*aclCmd, []string) int) map[string]func(*aclCmd, []string) int {
+	selector := func(c *aclCmd, args []string) (path, id, name string, code int) {
+		idFlag := c.flags.String("id", "", "ID of the "+kind)
+		nameFlag := c.flags.String("name", "", "name of the "+kind)
+		if !c.parse(args) {
+			return "", "", "", 1
+		}
+		path, ok := pathOf(kind, *idFlag, *nameFlag)
+		if !ok {
+			return "", "", "", c.usageError("-id or -name is required")
+		}
+		return path, *idFlag, *nameFlag, -1
+	}
+	return map[string]func(*aclCmd, []string) int{
+		"create": create,
+		"update": update,
+		"list": func(c *aclCmd, args []string) int {
+			if !c.parse(args) {
+				return 1
+			}
+			_, err := request(c, http.MethodGet, listPath, nil, each(pretty))
+			return c.done(err)
+		},
+		"read": func(c *aclCmd, args []string) int {
+			path, _, _, code := selector(c, args)
+			if code >= 0 {
+				return code
+			}
+			_, err := request(c, http.MethodGet, path, nil, pretty)
+			return c.done(err)
+		},
+		"delete": func(c *aclCmd, args []string) int {
+			path, id, name, code := selector(c, args)
+			if code >= 0 {
+				return code
+			}
+			if id == "" {
+				obj, err := fetch[T](c, path)
+				if err != nil {
+					return c.done(err)
+				}
+				path = "/v1/acl/" + kind + "/" + url.PathEscape(idOf(obj))
+			}
+			return c.done(deleted(c, title, firstOf(id, name), path))
+		},
+	}
+}
+
 // firstOf returns a if it is set, else b.
 func firstOf(a, b string) string {
 	if a != "" {
@@ -55,49 +106,8 @@ const policyUsage = `Usage: ctlplane acl policy <command> [flags]
 -rules takes the rules (HCL or JSON) themselves, @FILE, or - for standard input.
 `
 
-var policyCommands = map[string]func(*aclCmd, []string) int{
-	"create": policyWrite(false),
-	"update": policyWrite(true),
-	"list": func(c *aclCmd, args []string) int {
-		if !c.parse(args) {
-			return 1
-		}
-		_, err := request(c, http.MethodGet, "/v1/acl/policies", nil, each(prettyPolicy))
-		return c.done(err)
-	},
-	"read": func(c *aclCmd, args []string) int {
-		id := c.flags.String("id", "", "ID of the policy")
-		name := c.flags.String("name", "", "name of the policy")
-		if !c.parse(args) {
-			return 1
-		}
-		path, ok := pathOf("policy", *id, *name)
-		if !ok {
-			return c.usageError("-id or -name is required")
-		}
-		_, err := request(c, http.MethodGet, path, nil, prettyPolicy)
-		return c.done(err)
-	},
-	"delete": func(c *aclCmd, args []string) int {
-		id := c.flags.String("id", "", "ID of the policy")
-		name := c.flags.String("name", "", "name of the policy")
-		if !c.parse(args) {
-			return 1
-		}
-		path, ok := pathOf("policy", *id, *name)
-		if !ok {
-			return c.usageError("-id or -name is required")
-		}
-		if *id == "" {
-			p, err := fetch[state.ACLPolicy](c, path)
-			if err != nil {
-				return c.done(err)
-			}
-			path = "/v1/acl/policy/" + url.PathEscape(p.ID)
-		}
-		return c.done(deleted(c, "Policy", firstOf(*id, *name), path))
-	},
-}
+var policyCommands = namedObjectCommands("policy", "Policy", "/v1/acl/policies",
+	func(p *state.ACLPolicy) string { return p.ID }, prettyPolicy, policyWrite(false), policyWrite(true))
 
 func policyWrite(update bool) func(*aclCmd, []string) int {
 	return func(c *aclCmd, args []string) int {
@@ -379,49 +389,8 @@ const roleUsage = `Usage: ctlplane acl role <command> [flags]
   delete -id=ID | -name=NAME
 `
 
-var roleCommands = map[string]func(*aclCmd, []string) int{
-	"create": roleWrite(false),
-	"update": roleWrite(true),
-	"list": func(c *aclCmd, args []string) int {
-		if !c.parse(args) {
-			return 1
-		}
-		_, err := request(c, http.MethodGet, "/v1/acl/roles", nil, each(prettyRole))
-		return c.done(err)
-	},
-	"read": func(c *aclCmd, args []string) int {
-		id := c.flags.String("id", "", "ID of the role")
-		name := c.flags.String("name", "", "name of the role")
-		if !c.parse(args) {
-			return 1
-		}
-		path, ok := pathOf("role", *id, *name)
-		if !ok {
-			return c.usageError("-id or -name is required")
-		}
-		_, err := request(c, http.MethodGet, path, nil, prettyRole)
-		return c.done(err)
-	},
-	"delete": func(c *aclCmd, args []string) int {
-		id := c.flags.String("id", "", "ID of the role")
-		name := c.flags.String("name", "", "name of the role")
-		if !c.parse(args) {
-			return 1
-		}
-		path, ok := pathOf("role", *id, *name)
-		if !ok {
-			return c.usageError("-id or -name is required")
-		}
-		if *id == "" {
-			r, err := fetch[state.ACLRole](c, path)
-			if err != nil {
-				return c.done(err)
-			}
-			path = "/v1/acl/role/" + url.PathEscape(r.ID)
-		}
-		return c.done(deleted(c, "Role", firstOf(*id, *name), path))
-	},
-}
+var roleCommands = namedObjectCommands("role", "Role", "/v1/acl/roles",
+	func(r *state.ACLRole) string { return r.ID }, prettyRole, roleWrite(false), roleWrite(true))
 
 func roleWrite(update bool) func(*aclCmd, []string) int {
 	return func(c *aclCmd, args []string) int {
