@@ -149,69 +149,31 @@ func missingAuthMethodName(http.ResponseWriter, *http.Request) (any, error) {
 
 func (h *Handler) authMethodRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	id, err := h.require(r, permACLRead)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := resolveNamespace(r, "", id, false)
-	if err != nil {
-		return nil, err
-	}
 	var method *state.ACLAuthMethod
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
 		idx, found, err := s.ACLAuthMethod(ws, name)
 		method = found
-		return idx, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	setMeta(w, r, meta)
-	if method == nil || method.Namespace != ns {
-		return nil, notFound("Requested auth method does not exist: ACL not found")
-	}
-	return authMethodOutOf(method), nil
+		return idx, found != nil && found.Namespace == ns, err
+	}, func() any { return authMethodOutOf(method) }, "Requested auth method does not exist: ACL not found")
 }
 
 func (h *Handler) authMethodList(w http.ResponseWriter, r *http.Request) (any, error) {
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	id, err := h.require(r, permACLRead)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := resolveNamespace(r, "", id, true)
-	if err != nil {
-		return nil, err
-	}
-	var found []*state.ACLAuthMethod
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	var out []authMethodStub
+	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
 		idx, all, err := s.ACLAuthMethods(ws)
-		found = all
-		return idx, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	setMeta(w, r, meta)
-	out := []authMethodStub{}
-	for _, m := range found {
-		if ns != state.AllNamespaces && m.Namespace != ns {
-			continue
+		out = []authMethodStub{}
+		for _, m := range all {
+			if ns != state.AllNamespaces && m.Namespace != ns {
+				continue
+			}
+			out = append(out, authMethodStub{
+				Name: m.Name, Type: m.Type, DisplayName: m.DisplayName, Description: m.Description,
+				MaxTokenTTL: ttlString(m.MaxTokenTTL), TokenLocality: m.TokenLocality,
+				Namespace: m.Namespace, CreateIndex: m.CreateIndex, ModifyIndex: m.ModifyIndex,
+			})
 		}
-		out = append(out, authMethodStub{
-			Name: m.Name, Type: m.Type, DisplayName: m.DisplayName, Description: m.Description,
-			MaxTokenTTL: ttlString(m.MaxTokenTTL), TokenLocality: m.TokenLocality,
-			Namespace: m.Namespace, CreateIndex: m.CreateIndex, ModifyIndex: m.ModifyIndex,
-		})
-	}
-	return out, nil
+		return idx, true, err
+	}, func() any { return out }, "")
 }
 
 // authMethodWrite creates a method (no name in the path) or replaces one,

@@ -53,7 +53,7 @@ var aclNameRE = regexp.MustCompile(`^[A-Za-z0-9\-_]{1,128}$`)
 
 func (h *Handler) policyList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var out []policyListEntry
-	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
 		idx, policies, err := s.ACLPolicies(ws)
 		out = make([]policyListEntry, len(policies))
 		for i, p := range policies {
@@ -69,7 +69,7 @@ func (h *Handler) policyRead(w http.ResponseWriter, r *http.Request) (any, error
 		return nil, err
 	}
 	var out *state.ACLPolicy
-	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
 		idx, p, err := s.ACLPolicy(ws, id)
 		out = p
 		return idx, p != nil, err
@@ -79,27 +79,47 @@ func (h *Handler) policyRead(w http.ResponseWriter, r *http.Request) (any, error
 func (h *Handler) policyReadByName(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
 	var out *state.ACLPolicy
-	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
 		idx, p, err := s.ACLPolicyByName(ws, name)
 		out = p
 		return idx, p != nil, err
 	}, func() any { return out }, "Requested policy does not exist: ACL not found")
 }
 
-// aclRead is the shape every ACL-object read shares: acl:read, query
-// options, a blocking query, the read headers, and 404 with notFoundMsg when
-// the query found nothing. The query keeps its result; result returns it.
-func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, query func(memdb.WatchSet, *state.Store) (uint64, bool, error), result func() any, notFoundMsg string) (any, error) {
+// Namespace handling of an ACL read.
+type nsMode int
+
+const (
+	noNamespace  nsMode = iota // the object kind has no namespace
+	oneNamespace               // resolved as usual; "*" is refused
+	anyNamespace               // resolved as usual; "*" means every namespace
+)
+
+// aclQuery reads from one store in namespace ns ("" for kinds without
+// one), keeps its result, and says whether it found anything.
+type aclQuery func(ws memdb.WatchSet, s *state.Store, ns string) (index uint64, found bool, err error)
+
+// aclRead is the shape every ACL-object read shares: query options,
+// acl:read, the namespace, a blocking query, the read headers, and 404 with
+// notFoundMsg when the query found nothing. result returns what it kept.
+func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, mode nsMode, query aclQuery, result func() any, notFoundMsg string) (any, error) {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.require(r, permACLRead); err != nil {
+	id, err := h.require(r, permACLRead)
+	if err != nil {
 		return nil, err
+	}
+	ns := ""
+	if mode != noNamespace {
+		if ns, err = resolveNamespace(r, "", id, mode == anyNamespace); err != nil {
+			return nil, err
+		}
 	}
 	found := false
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, ok, err := query(ws, s)
+		idx, ok, err := query(ws, s, ns)
 		found = ok
 		return idx, err
 	})

@@ -51,7 +51,7 @@ func roleView(s *state.Store, role *state.ACLRole) *state.ACLRole {
 func (h *Handler) roleList(w http.ResponseWriter, r *http.Request) (any, error) {
 	policy := r.URL.Query().Get("policy")
 	var out []*state.ACLRole
-	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
 		idx, roles, err := s.ACLRoles(ws, func(role *state.ACLRole) bool { return policy == "" || hasLink(role.Policies, policy) })
 		out = make([]*state.ACLRole, len(roles))
 		for i, role := range roles {
@@ -80,7 +80,7 @@ func (h *Handler) roleReadByName(w http.ResponseWriter, r *http.Request) (any, e
 
 func (h *Handler) roleReadBy(w http.ResponseWriter, r *http.Request, get func(memdb.WatchSet, *state.Store) (uint64, *state.ACLRole, error)) (any, error) {
 	var out *state.ACLRole
-	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
 		idx, role, err := get(ws, s)
 		if role != nil {
 			out = roleView(s, role)

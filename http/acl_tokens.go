@@ -118,7 +118,7 @@ func (h *Handler) tokenList(w http.ResponseWriter, r *http.Request) (any, error)
 			(method == "" || t.AuthMethod == method)
 	}
 	var out []*state.ACLToken
-	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
 		// Expired tokens are gone as far as clients can tell, reaped or not
 		// (upstream's TokenList skips them too).
 		now := time.Now()
@@ -151,7 +151,7 @@ func (h *Handler) tokenRead(w http.ResponseWriter, r *http.Request) (any, error)
 	}
 	show := id.authz.ACLWrite()
 	var out *state.ACLToken
-	return h.aclRead(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, bool, error) {
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
 		idx, t, err := s.ACLTokenByAccessor(ws, accessor)
 		if t != nil && t.Expired(time.Now()) {
 			t = nil // not found, as upstream's TokenRead says until it is reaped

@@ -75,63 +75,25 @@ func (h *Handler) bindingRuleRead(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	id, err := h.require(r, permACLRead)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := resolveNamespace(r, "", id, false)
-	if err != nil {
-		return nil, err
-	}
 	var rule *state.BindingRule
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
 		idx, found, err := s.BindingRule(ws, ruleID, ns)
 		rule = found
-		return idx, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	setMeta(w, r, meta)
-	if rule == nil {
-		return nil, notFound("Requested binding rule does not exist: ACL not found")
-	}
-	return rule, nil
+		return idx, found != nil, err
+	}, func() any { return rule }, "Requested binding rule does not exist: ACL not found")
 }
 
 func (h *Handler) bindingRuleList(w http.ResponseWriter, r *http.Request) (any, error) {
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	id, err := h.require(r, permACLRead)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := resolveNamespace(r, "", id, true)
-	if err != nil {
-		return nil, err
-	}
 	authMethod := r.URL.Query().Get("authmethod")
-	var rules []*state.BindingRule
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, found, err := s.BindingRules(ws, ns, authMethod)
-		rules = found
-		return idx, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	setMeta(w, r, meta)
-	out := make([]bindingRuleListEntry, len(rules))
-	for i, rule := range rules {
-		out[i] = bindingRuleListEntry(*rule)
-	}
-	return out, nil
+	var out []bindingRuleListEntry
+	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
+		idx, rules, err := s.BindingRules(ws, ns, authMethod)
+		out = make([]bindingRuleListEntry, len(rules))
+		for i, rule := range rules {
+			out[i] = bindingRuleListEntry(*rule)
+		}
+		return idx, true, err
+	}, func() any { return out }, "")
 }
 
 // bindingRuleWrite creates a rule (no ID in the path) or replaces one.
