@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-memdb"
 )
 
 // identity is who a request acts as: its token (nil when ACLs are off) and
@@ -126,4 +127,51 @@ func (h *Handler) permissionDenied(id *identity, perm string) error {
 		msg += " The ACL system has no management token yet: run `ctlplane acl bootstrap` (PUT /v1/acl/bootstrap) once to create one, or start the agents with -acl-initial-management-token=SECRET."
 	}
 	return &apiError{code: http.StatusForbidden, msg: msg}
+}
+
+// Namespace handling of an ACL read.
+type nsMode int
+
+const (
+	noNamespace  nsMode = iota // the object kind has no namespace
+	oneNamespace               // resolved as usual; "*" is refused
+	anyNamespace               // resolved as usual; "*" means every namespace
+)
+
+// aclQuery reads from one store in namespace ns ("" for kinds without
+// one), keeps its result, and says whether it found anything.
+type aclQuery func(ws memdb.WatchSet, s *state.Store, ns string) (index uint64, found bool, err error)
+
+// aclRead is the shape every ACL-object read shares: query options,
+// acl:read, the namespace, a blocking query, the read headers, and 404 with
+// notFoundMsg when the query found nothing. result returns what it kept.
+func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, mode nsMode, query aclQuery, result func() any, notFoundMsg string) (any, error) {
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	id, err := h.require(r, permACLRead)
+	if err != nil {
+		return nil, err
+	}
+	ns := ""
+	if mode != noNamespace {
+		if ns, err = resolveNamespace(r, "", id, mode == anyNamespace); err != nil {
+			return nil, err
+		}
+	}
+	found := false
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, ok, err := query(ws, s, ns)
+		found = ok
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	if !found {
+		return nil, notFound(notFoundMsg)
+	}
+	return result(), nil
 }

@@ -86,53 +86,6 @@ func (h *Handler) policyReadByName(w http.ResponseWriter, r *http.Request) (any,
 	}, func() any { return out }, "Requested policy does not exist: ACL not found")
 }
 
-// Namespace handling of an ACL read.
-type nsMode int
-
-const (
-	noNamespace  nsMode = iota // the object kind has no namespace
-	oneNamespace               // resolved as usual; "*" is refused
-	anyNamespace               // resolved as usual; "*" means every namespace
-)
-
-// aclQuery reads from one store in namespace ns ("" for kinds without
-// one), keeps its result, and says whether it found anything.
-type aclQuery func(ws memdb.WatchSet, s *state.Store, ns string) (index uint64, found bool, err error)
-
-// aclRead is the shape every ACL-object read shares: query options,
-// acl:read, the namespace, a blocking query, the read headers, and 404 with
-// notFoundMsg when the query found nothing. result returns what it kept.
-func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, mode nsMode, query aclQuery, result func() any, notFoundMsg string) (any, error) {
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	id, err := h.require(r, permACLRead)
-	if err != nil {
-		return nil, err
-	}
-	ns := ""
-	if mode != noNamespace {
-		if ns, err = resolveNamespace(r, "", id, mode == anyNamespace); err != nil {
-			return nil, err
-		}
-	}
-	found := false
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, ok, err := query(ws, s, ns)
-		found = ok
-		return idx, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	setMeta(w, r, meta)
-	if !found {
-		return nil, notFound(notFoundMsg)
-	}
-	return result(), nil
-}
-
 func (h *Handler) policyWrite(w http.ResponseWriter, r *http.Request) (any, error) {
 	pathVal, update := mux.Vars(r)["id"]
 	if update {
