@@ -79,22 +79,7 @@ func (m *member) launch(t *testing.T) *agent {
 	for _, j := range m.join {
 		args = append(args, "-join="+j)
 	}
-	a := &agent{proc: startProc(t, args...), client: &http.Client{Timeout: 30 * time.Second}}
-	t.Cleanup(a.client.CloseIdleConnections)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", m.name, logTail(a.stderr.String()))
-		}
-	})
-	deadline := time.Now().Add(startTimeout)
-	for {
-		if sub := listeningRE.FindStringSubmatch(a.stderr.String()); sub != nil {
-			a.url, a.nodeID = sub[1], sub[2]
-			break
-		}
-		a.checkAlive(t, deadline, "log its HTTP address")
-		time.Sleep(10 * time.Millisecond)
-	}
+	a := spawnAgent(t, m.name, args)
 	if a.url != "http://"+m.httpAddr() {
 		t.Fatalf("%s listens on %s, want http://%s", m.name, a.url, m.httpAddr())
 	}

@@ -161,6 +161,28 @@ var listeningRE = regexp.MustCompile(`HTTP API listening: address=(http://[^ \n]
 // testManagementToken is the secret of the management token every test agent creates at first start.
 const testManagementToken = "3f0c6b1e-2d4a-4c5b-9e8f-0a1b2c3d4e5f"
 
+// spawnAgent starts an agent process and waits until it logs its HTTP
+// address; its log is shown if the test fails.
+func spawnAgent(t *testing.T, name string, args []string) *agent {
+	t.Helper()
+	a := &agent{proc: startProc(t, args...), client: &http.Client{Timeout: 30 * time.Second}}
+	t.Cleanup(a.client.CloseIdleConnections)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", name, logTail(a.stderr.String()))
+		}
+	})
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if m := listeningRE.FindStringSubmatch(a.stderr.String()); m != nil {
+			a.url, a.nodeID = m[1], m[2]
+			return a
+		}
+		a.checkAlive(t, deadline, "log its HTTP address")
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // start runs the agent on the node's data directory and waits until it
 // answers reads. The HTTP port is picked by the agent and read from its log.
 func (n *node) start(t *testing.T) *agent {
@@ -177,23 +199,8 @@ func (n *node) start(t *testing.T) *agent {
 		// this management token.
 		"-acl-initial-management-token=" + testManagementToken,
 	}, n.extra...)
-	a := &agent{proc: startProc(t, args...), client: &http.Client{Timeout: 30 * time.Second}}
-	t.Cleanup(a.client.CloseIdleConnections)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("agent %s stderr:\n%s", n.dataDir, logTail(a.stderr.String()))
-		}
-	})
-
+	a := spawnAgent(t, "agent "+n.dataDir, args)
 	deadline := time.Now().Add(startTimeout)
-	for {
-		if m := listeningRE.FindStringSubmatch(a.stderr.String()); m != nil {
-			a.url, a.nodeID = m[1], m[2]
-			break
-		}
-		a.checkAlive(t, deadline, "log its HTTP address")
-		time.Sleep(10 * time.Millisecond)
-	}
 	for {
 		status, _, _, err := a.do(http.MethodGet, "/v1/acl/binding-rules", "")
 		if err == nil && status == http.StatusOK {
