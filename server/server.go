@@ -444,6 +444,12 @@ func (s *Server) Apply(t fsm.MessageType, req any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.ApplyEntry(buf)
+}
+
+// ApplyEntry commits one encoded log entry (see fsm.Apply for the typed
+// form) and returns what the FSM returned for it.
+func (s *Server) ApplyEntry(buf []byte) (any, error) {
 	f := s.raft.Apply(buf, applyEnqueueTimeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {

@@ -1,0 +1,115 @@
+package fsm
+
+import "github.com/ctlplane/ctlplane/state"
+
+// Message types of the orchestrator half (jobs, evaluations, plans, nodes,
+// allocations, deployments).
+const (
+	JobRegisterType           MessageType = 16
+	JobPurgeType              MessageType = 17
+	JobStableType             MessageType = 18
+	EvalUpsertType            MessageType = 19
+	PlanApplyType             MessageType = 20
+	DeploymentStatusType      MessageType = 21
+	DeploymentPromoteType     MessageType = 22
+	DeploymentAllocHealthType MessageType = 23
+	NodeRegisterType          MessageType = 24
+	NodeStatusType            MessageType = 25
+	AllocClientUpdateType     MessageType = 26
+)
+
+// Done is the answer of a write that has nothing to report but its success.
+type Done struct{}
+
+// JobRegisterRequest registers a job (a new version when its spec changed)
+// with the evaluation that goes with it. Deregistering without purge is a
+// registration with Stop set.
+type JobRegisterRequest struct {
+	Job  *state.Job
+	Eval *state.Evaluation
+}
+
+// JobPurgeRequest removes a job and its versions.
+type JobPurgeRequest struct {
+	Namespace string
+	JobID     string
+	Eval      *state.Evaluation
+}
+
+// JobStableRequest marks one version of a job stable or not.
+type JobStableRequest struct {
+	Namespace string
+	JobID     string
+	Version   uint64
+	Stable    bool
+}
+
+// EvalUpsertRequest creates or updates evaluations.
+type EvalUpsertRequest struct {
+	Evals []*state.Evaluation
+}
+
+// PlanApplyRequest applies one scheduler plan.
+type PlanApplyRequest struct {
+	Plan *state.Plan
+}
+
+// NodeRegisterRequest registers or re-registers a client node.
+type NodeRegisterRequest struct {
+	Node  *state.Node
+	Evals []*state.Evaluation
+}
+
+// NodeStatusRequest changes a node's status (down marks its allocations lost).
+type NodeStatusRequest struct {
+	NodeID      string
+	Status      string
+	Description string
+	Evals       []*state.Evaluation
+	Now         int64
+}
+
+// AllocClientUpdateRequest is a batch of a client's allocation reports.
+type AllocClientUpdateRequest struct {
+	NodeID  string
+	Updates []*state.AllocClientUpdate
+	Evals   []*state.Evaluation
+	Now     int64
+}
+
+// The orchestrator's commands.
+var (
+	JobRegister = define(JobRegisterType, "job register", func(s *state.Store, idx uint64, r *JobRegisterRequest) (*state.JobRegisterResult, error) {
+		return s.JobRegister(idx, r.Job, r.Eval)
+	})
+	JobPurge = define(JobPurgeType, "job purge", func(s *state.Store, idx uint64, r *JobPurgeRequest) (Done, error) {
+		return Done{}, s.JobPurge(idx, r.Namespace, r.JobID, r.Eval)
+	})
+	JobStable = define(JobStableType, "job stable", func(s *state.Store, idx uint64, r *JobStableRequest) (Done, error) {
+		return Done{}, s.JobSetStable(idx, r.Namespace, r.JobID, r.Version, r.Stable)
+	})
+	EvalUpsert = define(EvalUpsertType, "eval upsert", func(s *state.Store, idx uint64, r *EvalUpsertRequest) (Done, error) {
+		return Done{}, s.EvalsUpsert(idx, r.Evals)
+	})
+	PlanApply = define(PlanApplyType, "plan apply", func(s *state.Store, idx uint64, r *PlanApplyRequest) (*state.PlanResult, error) {
+		return s.ApplyPlan(idx, r.Plan)
+	})
+	DeploymentStatus = define(DeploymentStatusType, "deployment status", func(s *state.Store, idx uint64, r *state.DeploymentUpdateRequest) (*state.DeploymentUpdateResult, error) {
+		return s.DeploymentUpdateStatus(idx, r)
+	})
+	DeploymentPromote = define(DeploymentPromoteType, "deployment promote", func(s *state.Store, idx uint64, r *state.DeploymentPromoteRequest) (*state.DeploymentUpdateResult, error) {
+		return s.DeploymentPromote(idx, r)
+	})
+	DeploymentAllocHealth = define(DeploymentAllocHealthType, "deployment alloc health", func(s *state.Store, idx uint64, r *state.DeploymentAllocHealthRequest) (*state.DeploymentUpdateResult, error) {
+		return s.DeploymentAllocHealth(idx, r)
+	})
+	NodeRegister = define(NodeRegisterType, "node register", func(s *state.Store, idx uint64, r *NodeRegisterRequest) (Done, error) {
+		return Done{}, s.NodeRegister(idx, r.Node, r.Evals)
+	})
+	NodeStatus = define(NodeStatusType, "node status", func(s *state.Store, idx uint64, r *NodeStatusRequest) (Done, error) {
+		return Done{}, s.NodeUpdateStatus(idx, r.NodeID, r.Status, r.Description, r.Evals, r.Now)
+	})
+	AllocClientUpdate = define(AllocClientUpdateType, "alloc client update", func(s *state.Store, idx uint64, r *AllocClientUpdateRequest) (Done, error) {
+		return Done{}, s.AllocsClientUpdate(idx, r.NodeID, r.Updates, r.Evals, r.Now)
+	})
+)

@@ -1,0 +1,379 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+const allocsTable = "allocs"
+
+// Allocation desired and client statuses (Nomad's values).
+const (
+	AllocDesiredStatusRun   = "run"
+	AllocDesiredStatusStop  = "stop"
+	AllocDesiredStatusEvict = "evict"
+
+	AllocClientStatusPending  = "pending"
+	AllocClientStatusRunning  = "running"
+	AllocClientStatusComplete = "complete"
+	AllocClientStatusFailed   = "failed"
+	AllocClientStatusLost     = "lost"
+)
+
+// Task states and event types (Nomad's values).
+const (
+	TaskStatePending = "pending"
+	TaskStateRunning = "running"
+	TaskStateDead    = "dead"
+
+	TaskReceived          = "Received"
+	TaskSetup             = "Task Setup"
+	TaskStarted           = "Started"
+	TaskTerminated        = "Terminated"
+	TaskRestarting        = "Restarting"
+	TaskNotRestarting     = "Not Restarting"
+	TaskKilling           = "Killing"
+	TaskKilled            = "Killed"
+	TaskDriverFailure     = "Driver Failure"
+	TaskSiblingFailed     = "Sibling Task Failed"
+	TaskAllocUnhealthy    = "Alloc Unhealthy"
+	TaskFailedValidation  = "Failed Validation"
+	TaskSetupFailure      = "Setup Failure"
+	TaskRestartSignal     = "Restart Signaled"
+	TaskLeaderDead        = "Leader Task Dead"
+	TaskClientReconnected = "Reconnected"
+)
+
+// Allocation is one placement of a task group of one job version on a node.
+type Allocation struct {
+	ID                 string
+	Namespace          string
+	EvalID             string
+	Name               string
+	NodeID             string
+	NodeName           string
+	JobID              string
+	JobVersion         uint64
+	TaskGroup          string
+	Resources          Resources
+	DesiredStatus      string
+	DesiredDescription string
+	ClientStatus       string
+	ClientDescription  string
+	TaskStates         map[string]*TaskState
+	DeploymentID       string
+	DeploymentStatus   *AllocDeploymentStatus
+	PreviousAllocation string
+	NextAllocation     string
+	// FollowupEvalID is the evaluation that will replace this allocation
+	// after it failed.
+	FollowupEvalID   string
+	CreateIndex      uint64
+	ModifyIndex      uint64
+	AllocModifyIndex uint64
+	CreateTime       int64
+	ModifyTime       int64
+}
+
+// AllocDeploymentStatus is an allocation's health as its deployment sees it.
+type AllocDeploymentStatus struct {
+	// Healthy is nil until health is known.
+	Healthy     *bool
+	Timestamp   time.Time
+	Canary      bool
+	ModifyIndex uint64
+}
+
+// IsHealthy and IsUnhealthy say whether health was reported either way.
+func (d *AllocDeploymentStatus) IsHealthy() bool {
+	return d != nil && d.Healthy != nil && *d.Healthy
+}
+func (d *AllocDeploymentStatus) IsUnhealthy() bool {
+	return d != nil && d.Healthy != nil && !*d.Healthy
+}
+
+// TaskState is a task's state as the client reports it.
+type TaskState struct {
+	State       string
+	Failed      bool
+	Restarts    uint64
+	LastRestart time.Time
+	StartedAt   time.Time
+	FinishedAt  time.Time
+	Events      []*TaskEvent
+}
+
+// TaskEvent is one thing that happened to a task (a record field).
+type TaskEvent struct {
+	Type             string
+	Time             int64
+	FailsTask        bool
+	RestartReason    string
+	SetupError       string
+	DriverError      string
+	KillError        string
+	KillReason       string
+	DownloadError    string
+	ValidationError  string
+	FailedSibling    string
+	SecretsError     string
+	TaskSignalReason string
+	TaskSignal       string
+	DriverMessage    string
+	Message          string
+	DisplayMessage   string
+	ExitCode         int
+	Signal           int
+	KillTimeout      time.Duration
+	StartDelay       int64
+	DiskLimit        int64
+}
+
+// TerminalStatus says whether the allocation is done: told to stop, or ended on its client.
+func (a *Allocation) TerminalStatus() bool {
+	switch a.DesiredStatus {
+	case AllocDesiredStatusStop, AllocDesiredStatusEvict:
+		return true
+	}
+	return a.ClientTerminalStatus()
+}
+
+// ClientTerminalStatus says whether the allocation ended on its client.
+func (a *Allocation) ClientTerminalStatus() bool {
+	switch a.ClientStatus {
+	case AllocClientStatusComplete, AllocClientStatusFailed, AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// Copy returns a copy whose fields, TaskStates map and DeploymentStatus may be changed.
+func (a *Allocation) Copy() *Allocation {
+	c := *a
+	if a.TaskStates != nil {
+		c.TaskStates = make(map[string]*TaskState, len(a.TaskStates))
+		for k, v := range a.TaskStates {
+			c.TaskStates[k] = v
+		}
+	}
+	if a.DeploymentStatus != nil {
+		ds := *a.DeploymentStatus
+		c.DeploymentStatus = &ds
+	}
+	return &c
+}
+
+func init() {
+	registerTable(&memdb.TableSchema{
+		Name: allocsTable,
+		Indexes: map[string]*memdb.IndexSchema{
+			"id":   {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
+			"node": {Name: "node", Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
+			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "Namespace"},
+				&memdb.StringFieldIndex{Field: "JobID"},
+			}}},
+			"deployment": {Name: "deployment", AllowMissing: true, Indexer: &memdb.UUIDFieldIndex{Field: "DeploymentID"}},
+			"eval":       {Name: "eval", AllowMissing: true, Indexer: &memdb.UUIDFieldIndex{Field: "EvalID"}},
+		},
+	}, func() any { return new(Allocation) })
+}
+
+// Alloc returns the allocation with that ID, or nil.
+func (s *Store) Alloc(ws memdb.WatchSet, id string) (uint64, *Allocation, error) {
+	return getOneOrWatchTable[Allocation](s, ws, allocsTable, id)
+}
+
+// Allocs lists the allocations of namespace ns (AllNamespaces: every one), by ID.
+func (s *Store) Allocs(ws memdb.WatchSet, ns string) (uint64, []*Allocation, error) {
+	return getAll(s, ws, allocsTable, func(a *Allocation) bool { return ns == AllNamespaces || a.Namespace == ns })
+}
+
+// AllocsByNode lists a node's allocations, by ID.
+func (s *Store) AllocsByNode(ws memdb.WatchSet, nodeID string) (uint64, []*Allocation, error) {
+	return getByIndex[Allocation](s, ws, allocsTable, "node", nodeID)
+}
+
+// AllocsByJob lists a job's allocations, by ID.
+func (s *Store) AllocsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*Allocation, error) {
+	return getByIndex[Allocation](s, ws, allocsTable, "job", ns, jobID)
+}
+
+// AllocsByDeployment lists a deployment's allocations, by ID.
+func (s *Store) AllocsByDeployment(ws memdb.WatchSet, deploymentID string) (uint64, []*Allocation, error) {
+	return getByIndex[Allocation](s, ws, allocsTable, "deployment", deploymentID)
+}
+
+// AllocsByEval lists the allocations an evaluation created, by ID.
+func (s *Store) AllocsByEval(ws memdb.WatchSet, evalID string) (uint64, []*Allocation, error) {
+	return getByIndex[Allocation](s, ws, allocsTable, "eval", evalID)
+}
+
+// AllocClientUpdate is what a client reports about one of its allocations.
+type AllocClientUpdate struct {
+	ID                string
+	ClientStatus      string
+	ClientDescription string
+	TaskStates        map[string]*TaskState
+	// DeploymentStatus carries health (Healthy and Timestamp); nil: unchanged.
+	DeploymentStatus *AllocDeploymentStatus
+}
+
+// AllocsClientUpdate applies a batch of client reports at idx, with the
+// evaluations they cause (e.g. replacements of failed allocations), and
+// counts newly reported health into each allocation's deployment. Updates
+// for allocations that no longer exist, or that belong to another node, are
+// skipped: the client learns it on its next read.
+func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocClientUpdate, evals []*Evaluation, now int64) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	touched := false
+	jobs := map[[2]string]bool{}
+	for _, u := range updates {
+		raw, err := txn.First(allocsTable, "id", u.ID)
+		if err != nil {
+			return fmt.Errorf("failed allocation lookup: %w", err)
+		}
+		if raw == nil || (nodeID != "" && raw.(*Allocation).NodeID != nodeID) {
+			continue
+		}
+		a := raw.(*Allocation).Copy()
+		a.ClientStatus = u.ClientStatus
+		a.ClientDescription = u.ClientDescription
+		if u.TaskStates != nil {
+			a.TaskStates = u.TaskStates
+		}
+		var healthChange *bool
+		if u.DeploymentStatus != nil && u.DeploymentStatus.Healthy != nil && a.DeploymentID != "" {
+			if a.DeploymentStatus == nil {
+				a.DeploymentStatus = &AllocDeploymentStatus{}
+			}
+			if a.DeploymentStatus.Healthy == nil || *a.DeploymentStatus.Healthy != *u.DeploymentStatus.Healthy {
+				h := *u.DeploymentStatus.Healthy
+				healthChange = &h
+			}
+		}
+		a.ModifyIndex = idx
+		a.ModifyTime = now
+		if healthChange != nil {
+			if err := setAllocHealthTxn(txn, idx, a, *healthChange, u.DeploymentStatus.Timestamp, now); err != nil {
+				return err
+			}
+		}
+		if err := txn.Insert(allocsTable, a); err != nil {
+			return fmt.Errorf("failed updating allocation: %w", err)
+		}
+		jobs[[2]string{a.Namespace, a.JobID}] = true
+		touched = true
+	}
+	if touched {
+		if err := setIndex(txn, allocsTable, idx); err != nil {
+			return err
+		}
+	}
+	for _, e := range evals {
+		if err := upsertEvalTxn(txn, idx, e); err != nil {
+			return err
+		}
+	}
+	for k := range jobs {
+		if err := refreshJobStatusTxn(txn, idx, k[0], k[1]); err != nil {
+			return err
+		}
+	}
+	txn.Commit()
+	return nil
+}
+
+// setAllocHealthTxn records an allocation's health (a is the copy about to
+// be inserted) and updates its deployment's counters as Nomad does: unset →
+// healthy +1, unset → unhealthy +1, healthy → unhealthy moves one from
+// healthy to unhealthy; unhealthy → healthy changes no counter.
+func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, ts time.Time, now int64) error {
+	if a.DeploymentStatus == nil {
+		a.DeploymentStatus = &AllocDeploymentStatus{}
+	}
+	prev := a.DeploymentStatus.Healthy
+	h := healthy
+	a.DeploymentStatus.Healthy = &h
+	if ts.IsZero() {
+		ts = time.Unix(0, now).UTC()
+	}
+	a.DeploymentStatus.Timestamp = ts
+	a.DeploymentStatus.ModifyIndex = idx
+	a.ModifyIndex = idx
+	a.ModifyTime = now
+	if a.DeploymentID == "" {
+		return nil
+	}
+	raw, err := txn.First(deploymentsTable, "id", a.DeploymentID)
+	if err != nil {
+		return fmt.Errorf("failed deployment lookup: %w", err)
+	}
+	if raw == nil {
+		return nil
+	}
+	d := raw.(*Deployment).Copy()
+	st := d.TaskGroups[a.TaskGroup]
+	if st == nil {
+		return nil
+	}
+	switch {
+	case prev == nil && healthy:
+		st.HealthyAllocs++
+	case prev == nil && !healthy:
+		st.UnhealthyAllocs++
+	case prev != nil && *prev && !healthy:
+		st.HealthyAllocs--
+		st.UnhealthyAllocs++
+	}
+	if healthy && st.ProgressDeadline > 0 {
+		by := ts.Add(st.ProgressDeadline)
+		if st.RequireProgressBy == nil || by.After(*st.RequireProgressBy) {
+			st.RequireProgressBy = &by
+		}
+	}
+	d.ModifyIndex = idx
+	d.ModifyTime = now
+	if err := txn.Insert(deploymentsTable, d); err != nil {
+		return fmt.Errorf("failed updating deployment: %w", err)
+	}
+	return setIndex(txn, deploymentsTable, idx)
+}
+
+// refreshJobStatusTxn sets a job's status from its allocations as Nomad
+// does: dead when stopped and nothing runs, running when something runs or
+// is placed, pending otherwise.
+func refreshJobStatusTxn(txn *memdb.Txn, idx uint64, ns, jobID string) error {
+	raw, err := txn.First(jobsTable, "id", ns, jobID)
+	if err != nil {
+		return fmt.Errorf("failed job lookup: %w", err)
+	}
+	if raw == nil {
+		return nil
+	}
+	job := raw.(*Job)
+	allocs, err := listTxn[Allocation](txn, nil, allocsTable, "job", ns, jobID)
+	if err != nil {
+		return err
+	}
+	live := false
+	for _, a := range allocs {
+		if !a.TerminalStatus() {
+			live = true
+			break
+		}
+	}
+	status := JobStatusPending
+	switch {
+	case live:
+		status = JobStatusRunning
+	case job.Stop:
+		status = JobStatusDead
+	case len(allocs) > 0:
+		status = JobStatusDead
+	}
+	return setJobStatusTxn(txn, idx, ns, jobID, status)
+}

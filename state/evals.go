@@ -1,0 +1,177 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+const evalsTable = "evals"
+
+// Evaluation statuses (Nomad's values).
+const (
+	EvalStatusPending  = "pending"
+	EvalStatusBlocked  = "blocked"
+	EvalStatusComplete = "complete"
+	EvalStatusFailed   = "failed"
+	EvalStatusCanceled = "canceled"
+)
+
+// What triggered an evaluation (Nomad's values).
+const (
+	EvalTriggerJobRegister       = "job-register"
+	EvalTriggerJobDeregister     = "job-deregister"
+	EvalTriggerNodeUpdate        = "node-update"
+	EvalTriggerNodeDrain         = "node-drain"
+	EvalTriggerAllocStop         = "alloc-stop"
+	EvalTriggerRetryFailedAlloc  = "alloc-failure"
+	EvalTriggerRollingUpdate     = "rolling-update"
+	EvalTriggerDeploymentWatcher = "deployment-watcher"
+	EvalTriggerFailedFollowUp    = "failed-follow-up"
+	EvalTriggerQueuedAllocs      = "queued-allocs"
+	EvalTriggerScaling           = "job-scaling"
+	EvalTriggerMaxPlans          = "max-plan-attempts"
+)
+
+// Evaluation asks the scheduler to reconcile one job with the cluster.
+type Evaluation struct {
+	ID                string
+	Namespace         string
+	Priority          int
+	Type              string
+	TriggeredBy       string
+	JobID             string
+	JobModifyIndex    uint64
+	NodeID            string
+	DeploymentID      string
+	Status            string
+	StatusDescription string
+	// WaitUntil delays a follow-up evaluation (Unix nanoseconds; 0: at once).
+	WaitUntil    int64
+	NextEval     string
+	PreviousEval string
+	BlockedEval  string
+	// QueuedAllocations per group that could not be placed.
+	QueuedAllocations map[string]int
+	CreateIndex       uint64
+	ModifyIndex       uint64
+	CreateTime        int64
+	ModifyTime        int64
+}
+
+// Terminal says whether the evaluation is done with.
+func (e *Evaluation) Terminal() bool {
+	switch e.Status {
+	case EvalStatusComplete, EvalStatusFailed, EvalStatusCanceled:
+		return true
+	}
+	return false
+}
+
+func init() {
+	registerTable(&memdb.TableSchema{
+		Name: evalsTable,
+		Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
+			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "Namespace"},
+				&memdb.StringFieldIndex{Field: "JobID"},
+			}}},
+		},
+	}, func() any { return new(Evaluation) })
+}
+
+// Eval returns the evaluation with that ID, or nil.
+func (s *Store) Eval(ws memdb.WatchSet, id string) (uint64, *Evaluation, error) {
+	return getOneOrWatchTable[Evaluation](s, ws, evalsTable, id)
+}
+
+// Evals lists the evaluations of namespace ns (AllNamespaces: every one), by ID.
+func (s *Store) Evals(ws memdb.WatchSet, ns string) (uint64, []*Evaluation, error) {
+	return getAll(s, ws, evalsTable, func(e *Evaluation) bool { return ns == AllNamespaces || e.Namespace == ns })
+}
+
+// EvalsByJob lists a job's evaluations, by ID.
+func (s *Store) EvalsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*Evaluation, error) {
+	return getByIndex[Evaluation](s, ws, evalsTable, "job", ns, jobID)
+}
+
+// EvalsUpsert inserts or replaces evaluations at idx.
+func (s *Store) EvalsUpsert(idx uint64, evals []*Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	for _, e := range evals {
+		if err := upsertEvalTxn(txn, idx, e); err != nil {
+			return err
+		}
+	}
+	txn.Commit()
+	return nil
+}
+
+// upsertEvalTxn inserts or replaces one evaluation, keeping its CreateIndex.
+func upsertEvalTxn(txn *memdb.Txn, idx uint64, eval *Evaluation) error {
+	if eval.ID == "" {
+		return errorf(ErrInvalid, "evaluation is missing its ID")
+	}
+	stored := *eval
+	raw, err := txn.First(evalsTable, "id", eval.ID)
+	if err != nil {
+		return fmt.Errorf("failed evaluation lookup: %w", err)
+	}
+	if raw != nil {
+		stored.CreateIndex = raw.(*Evaluation).CreateIndex
+		stored.CreateTime = raw.(*Evaluation).CreateTime
+	} else {
+		stored.CreateIndex = idx
+	}
+	stored.ModifyIndex = idx
+	if err := txn.Insert(evalsTable, &stored); err != nil {
+		return fmt.Errorf("failed inserting evaluation: %w", err)
+	}
+	return setIndex(txn, evalsTable, idx)
+}
+
+// getOneOrWatchTable reads one row by its "id" index; a missing row also
+// watches the table, so that a blocked read wakes when it is created.
+func getOneOrWatchTable[T any](s *Store, ws memdb.WatchSet, table string, id string) (uint64, *T, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	ch, raw, err := txn.FirstWatch(table, "id", id)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed %s lookup: %w", table, err)
+	}
+	ws.Add(ch)
+	idx := maxIndex(txn, table)
+	if raw == nil {
+		watchTableIndex(txn, ws, table)
+		return idx, nil, nil
+	}
+	return idx, raw.(*T), nil
+}
+
+// getByIndex lists the rows of table matching index = args.
+func getByIndex[T any](s *Store, ws memdb.WatchSet, table, index string, args ...any) (uint64, []*T, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	out, err := listTxn[T](txn, ws, table, index, args...)
+	if err != nil {
+		return 0, nil, err
+	}
+	return maxIndex(txn, table), out, nil
+}
+
+func listTxn[T any](txn *memdb.Txn, ws memdb.WatchSet, table, index string, args ...any) ([]*T, error) {
+	iter, err := txn.Get(table, index, args...)
+	if err != nil {
+		return nil, fmt.Errorf("failed %s list: %w", table, err)
+	}
+	if ws != nil {
+		ws.Add(iter.WatchCh())
+	}
+	out := []*T{}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		out = append(out, raw.(*T))
+	}
+	return out, nil
+}

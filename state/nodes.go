@@ -1,0 +1,172 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+const nodesTable = "nodes"
+
+// Node statuses and scheduling eligibility (Nomad's values).
+const (
+	NodeStatusInit  = "initializing"
+	NodeStatusReady = "ready"
+	NodeStatusDown  = "down"
+
+	NodeSchedulingEligible   = "eligible"
+	NodeSchedulingIneligible = "ineligible"
+)
+
+// Node is a client node that runs allocations.
+type Node struct {
+	ID                    string
+	Name                  string
+	Datacenter            string
+	HTTPAddr              string
+	Drivers               map[string]*DriverInfo
+	Resources             Resources
+	Attributes            map[string]string
+	Meta                  map[string]string
+	Status                string
+	StatusDescription     string
+	SchedulingEligibility string
+	StatusUpdatedAt       int64
+	CreateIndex           uint64
+	ModifyIndex           uint64
+}
+
+// DriverInfo says whether a driver was found on the node and works.
+type DriverInfo struct {
+	Detected bool
+	Healthy  bool
+}
+
+// Ready says whether the scheduler may place allocations on the node.
+func (n *Node) Ready() bool {
+	return n.Status == NodeStatusReady && n.SchedulingEligibility != NodeSchedulingIneligible
+}
+
+// HasDriver says whether the node can run tasks of the driver.
+func (n *Node) HasDriver(name string) bool {
+	d := n.Drivers[name]
+	return d != nil && d.Detected && d.Healthy
+}
+
+func init() {
+	registerTable(&memdb.TableSchema{
+		Name: nodesTable,
+		Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
+		},
+	}, func() any { return new(Node) })
+}
+
+// Node returns the node with that ID, or nil.
+func (s *Store) Node(ws memdb.WatchSet, id string) (uint64, *Node, error) {
+	return getOneOrWatchTable[Node](s, ws, nodesTable, id)
+}
+
+// Nodes lists every node by ID.
+func (s *Store) Nodes(ws memdb.WatchSet) (uint64, []*Node, error) {
+	return getAll(s, ws, nodesTable, func(*Node) bool { return true })
+}
+
+// NodeRegister inserts or replaces a node at idx, keeping its CreateIndex;
+// evals (when given) are inserted in the same transaction.
+func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	stored := *node
+	raw, err := txn.First(nodesTable, "id", node.ID)
+	if err != nil {
+		return fmt.Errorf("failed node lookup: %w", err)
+	}
+	if raw != nil {
+		stored.CreateIndex = raw.(*Node).CreateIndex
+	} else {
+		stored.CreateIndex = idx
+	}
+	stored.ModifyIndex = idx
+	if err := txn.Insert(nodesTable, &stored); err != nil {
+		return fmt.Errorf("failed inserting node: %w", err)
+	}
+	if err := setIndex(txn, nodesTable, idx); err != nil {
+		return err
+	}
+	for _, e := range evals {
+		if err := upsertEvalTxn(txn, idx, e); err != nil {
+			return err
+		}
+	}
+	txn.Commit()
+	return nil
+}
+
+// NodeUpdateStatus sets a node's status at idx. A node going down has its
+// allocations that are still live on it marked lost, and evals (the
+// node-update evaluations of the affected jobs) are inserted with it.
+func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string, evals []*Evaluation, now int64) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	raw, err := txn.First(nodesTable, "id", nodeID)
+	if err != nil {
+		return fmt.Errorf("failed node lookup: %w", err)
+	}
+	if raw == nil {
+		return errorf(ErrNotFound, "node %s not found", nodeID)
+	}
+	n := *raw.(*Node)
+	n.Status = status
+	n.StatusDescription = description
+	n.StatusUpdatedAt = now
+	n.ModifyIndex = idx
+	if err := txn.Insert(nodesTable, &n); err != nil {
+		return fmt.Errorf("failed updating node: %w", err)
+	}
+	if err := setIndex(txn, nodesTable, idx); err != nil {
+		return err
+	}
+	if status == NodeStatusDown {
+		allocs, err := listTxn[Allocation](txn, nil, allocsTable, "node", nodeID)
+		if err != nil {
+			return err
+		}
+		jobs := map[[2]string]bool{}
+		for _, a := range allocs {
+			if a.ClientTerminalStatus() {
+				continue
+			}
+			c := a.Copy()
+			c.ClientStatus = AllocClientStatusLost
+			c.ClientDescription = "node is down"
+			if c.DesiredStatus == AllocDesiredStatusRun {
+				c.DesiredStatus = AllocDesiredStatusStop
+				c.DesiredDescription = "alloc is lost since its node is down"
+			}
+			c.ModifyIndex = idx
+			c.ModifyTime = now
+			if err := txn.Insert(allocsTable, c); err != nil {
+				return fmt.Errorf("failed updating allocation: %w", err)
+			}
+			jobs[[2]string{c.Namespace, c.JobID}] = true
+		}
+		if len(jobs) > 0 {
+			if err := setIndex(txn, allocsTable, idx); err != nil {
+				return err
+			}
+		}
+		for k := range jobs {
+			if err := refreshJobStatusTxn(txn, idx, k[0], k[1]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range evals {
+		if err := upsertEvalTxn(txn, idx, e); err != nil {
+			return err
+		}
+	}
+	txn.Commit()
+	return nil
+}

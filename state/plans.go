@@ -1,0 +1,313 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+// Plan is one scheduler decision for one job: what to place, stop and
+// update, and what happens to the job's deployment. The leader applies it
+// as one Raft entry, and only if the state it was computed from still holds
+// for what it touches (see ApplyPlan).
+type Plan struct {
+	EvalID    string
+	Namespace string
+	JobID     string
+	// JobModifyIndex is the JobModifyIndex of the job version the plan was
+	// computed for (0: the job was gone).
+	JobModifyIndex uint64
+	Placements     []*Allocation
+	Stops          []*AllocStop
+	InPlace        []*AllocInPlace
+	// Deployment is a deployment the plan creates.
+	Deployment        *Deployment
+	DeploymentUpdates []*DeploymentStatusUpdate
+	Now               int64
+}
+
+// AllocStop tells an allocation to stop.
+type AllocStop struct {
+	AllocID            string
+	DesiredDescription string
+	// ClientStatus, when set, also marks the allocation (e.g. lost).
+	ClientStatus string
+	// FollowupEvalID links a failed allocation to its replacement's eval.
+	FollowupEvalID string
+}
+
+// AllocInPlace moves an allocation to a new job version whose group did not
+// change (a scale-only change), without replacing it.
+type AllocInPlace struct {
+	AllocID      string
+	JobVersion   uint64
+	DeploymentID string
+}
+
+// IsNoOp says whether the plan changes nothing.
+func (p *Plan) IsNoOp() bool {
+	return len(p.Placements) == 0 && len(p.Stops) == 0 && len(p.InPlace) == 0 &&
+		p.Deployment == nil && len(p.DeploymentUpdates) == 0
+}
+
+// PlanResult says whether a plan was applied, and at which index.
+type PlanResult struct {
+	Index uint64
+	// Refused says why the plan was not applied (stale state); empty when it was.
+	Refused string
+}
+
+// ApplyPlan applies a plan at idx, or refuses it whole when the state it was
+// computed from no longer holds: the job changed, a node it places on is
+// gone, not ready, or out of CPU or memory, an allocation it stops or
+// updates is gone, or a deployment it places for or updates is no longer
+// running. The scheduler then tries again from a fresh snapshot.
+func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	if reason, err := checkPlanTxn(txn, p); err != nil || reason != "" {
+		return &PlanResult{Refused: reason}, err
+	}
+	at := time.Unix(0, p.Now).UTC()
+	deployments := map[string]*Deployment{}
+	loadDeployment := func(id string) (*Deployment, error) {
+		if d, ok := deployments[id]; ok {
+			return d, nil
+		}
+		raw, err := txn.First(deploymentsTable, "id", id)
+		if err != nil {
+			return nil, fmt.Errorf("failed deployment lookup: %w", err)
+		}
+		if raw == nil {
+			return nil, nil
+		}
+		d := raw.(*Deployment).Copy()
+		deployments[id] = d
+		return d, nil
+	}
+	if p.Deployment != nil {
+		d := p.Deployment.Copy()
+		d.CreateIndex, d.ModifyIndex = idx, idx
+		deployments[d.ID] = d
+		if err := addHistoryTxn(txn, idx, nil, d, DeploymentCause{Kind: "scheduler", EvalID: p.EvalID, Rule: "created"}, p.Now); err != nil {
+			return nil, err
+		}
+	}
+	for _, st := range p.Stops {
+		raw, _ := txn.First(allocsTable, "id", st.AllocID)
+		a := raw.(*Allocation).Copy()
+		a.DesiredStatus = AllocDesiredStatusStop
+		a.DesiredDescription = st.DesiredDescription
+		if st.ClientStatus != "" {
+			a.ClientStatus = st.ClientStatus
+		}
+		if st.FollowupEvalID != "" {
+			a.FollowupEvalID = st.FollowupEvalID
+		}
+		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
+		if err := txn.Insert(allocsTable, a); err != nil {
+			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		}
+	}
+	for _, ip := range p.InPlace {
+		raw, _ := txn.First(allocsTable, "id", ip.AllocID)
+		a := raw.(*Allocation).Copy()
+		a.JobVersion = ip.JobVersion
+		if ip.DeploymentID != a.DeploymentID {
+			a.DeploymentID = ip.DeploymentID
+			a.DeploymentStatus = nil
+		}
+		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
+		if err := txn.Insert(allocsTable, a); err != nil {
+			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		}
+	}
+	for _, pl := range p.Placements {
+		a := pl.Copy()
+		a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = idx, idx, idx
+		a.CreateTime, a.ModifyTime = p.Now, p.Now
+		if a.ClientStatus == "" {
+			a.ClientStatus = AllocClientStatusPending
+		}
+		if a.DesiredStatus == "" {
+			a.DesiredStatus = AllocDesiredStatusRun
+		}
+		if a.DeploymentID != "" {
+			d, err := loadDeployment(a.DeploymentID)
+			if err != nil {
+				return nil, err
+			}
+			if d != nil {
+				if g := d.TaskGroups[a.TaskGroup]; g != nil {
+					g.PlacedAllocs++
+					if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
+						g.PlacedCanaries = append(g.PlacedCanaries, a.ID)
+					}
+					if g.RequireProgressBy == nil && g.ProgressDeadline > 0 {
+						by := at.Add(g.ProgressDeadline)
+						g.RequireProgressBy = &by
+					}
+					d.ModifyIndex, d.ModifyTime = idx, p.Now
+				}
+			}
+		}
+		if a.PreviousAllocation != "" {
+			if raw, err := txn.First(allocsTable, "id", a.PreviousAllocation); err == nil && raw != nil {
+				prev := raw.(*Allocation).Copy()
+				prev.NextAllocation = a.ID
+				prev.ModifyIndex = idx
+				if err := txn.Insert(allocsTable, prev); err != nil {
+					return nil, fmt.Errorf("failed updating allocation: %w", err)
+				}
+			}
+		}
+		if err := txn.Insert(allocsTable, a); err != nil {
+			return nil, fmt.Errorf("failed inserting allocation: %w", err)
+		}
+	}
+	for _, u := range p.DeploymentUpdates {
+		d, err := loadDeployment(u.DeploymentID)
+		if err != nil {
+			return nil, err
+		}
+		old := d.Copy()
+		d.Status, d.StatusDescription = u.Status, u.StatusDescription
+		d.ModifyIndex, d.ModifyTime = idx, p.Now
+		rule := "complete"
+		if u.Status == DeploymentStatusCancelled {
+			rule = "cancelled"
+		}
+		if err := addHistoryTxn(txn, idx, old, d, DeploymentCause{Kind: "scheduler", EvalID: p.EvalID, Rule: rule}, p.Now); err != nil {
+			return nil, err
+		}
+		if u.Status == DeploymentStatusSuccessful {
+			if err := setJobStableTxn(txn, idx, d.Namespace, d.JobID, d.JobVersion, true); err != nil && !isNotFound(err) {
+				return nil, err
+			}
+		}
+	}
+	for _, d := range deployments {
+		if err := txn.Insert(deploymentsTable, d); err != nil {
+			return nil, fmt.Errorf("failed writing deployment: %w", err)
+		}
+	}
+	if len(deployments) > 0 {
+		if err := setIndex(txn, deploymentsTable, idx); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.Placements)+len(p.Stops)+len(p.InPlace) > 0 {
+		if err := setIndex(txn, allocsTable, idx); err != nil {
+			return nil, err
+		}
+	}
+	if err := refreshJobStatusTxn(txn, idx, p.Namespace, p.JobID); err != nil {
+		return nil, err
+	}
+	txn.Commit()
+	return &PlanResult{Index: idx}, nil
+}
+
+// checkPlanTxn says why a plan no longer fits the state ("" when it does).
+func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
+	raw, err := txn.First(jobsTable, "id", p.Namespace, p.JobID)
+	if err != nil {
+		return "", fmt.Errorf("failed job lookup: %w", err)
+	}
+	var cur uint64
+	if raw != nil {
+		cur = raw.(*Job).JobModifyIndex
+	}
+	if cur != p.JobModifyIndex {
+		return fmt.Sprintf("job %q changed since the plan was computed", p.JobID), nil
+	}
+	stopping := map[string]bool{}
+	for _, st := range p.Stops {
+		raw, err := txn.First(allocsTable, "id", st.AllocID)
+		if err != nil {
+			return "", fmt.Errorf("failed allocation lookup: %w", err)
+		}
+		if raw == nil {
+			return fmt.Sprintf("allocation %s is gone", st.AllocID), nil
+		}
+		stopping[st.AllocID] = true
+	}
+	for _, ip := range p.InPlace {
+		raw, err := txn.First(allocsTable, "id", ip.AllocID)
+		if err != nil {
+			return "", fmt.Errorf("failed allocation lookup: %w", err)
+		}
+		if raw == nil || raw.(*Allocation).TerminalStatus() {
+			return fmt.Sprintf("allocation %s is gone or stopped", ip.AllocID), nil
+		}
+	}
+	running := func(id string) (bool, error) {
+		if p.Deployment != nil && p.Deployment.ID == id {
+			return true, nil
+		}
+		raw, err := txn.First(deploymentsTable, "id", id)
+		if err != nil {
+			return false, fmt.Errorf("failed deployment lookup: %w", err)
+		}
+		return raw != nil && raw.(*Deployment).Status == DeploymentStatusRunning, nil
+	}
+	for _, u := range p.DeploymentUpdates {
+		raw, err := txn.First(deploymentsTable, "id", u.DeploymentID)
+		if err != nil {
+			return "", fmt.Errorf("failed deployment lookup: %w", err)
+		}
+		if raw == nil || !raw.(*Deployment).Active() {
+			return fmt.Sprintf("deployment %s is gone or no longer active", u.DeploymentID), nil
+		}
+		// Success needs the deployment still running: a pause or a
+		// failure that came in meanwhile wins.
+		if u.Status == DeploymentStatusSuccessful || u.Status == DeploymentStatusBlocked {
+			if raw.(*Deployment).Status != DeploymentStatusRunning {
+				return fmt.Sprintf("deployment %s is no longer running", u.DeploymentID), nil
+			}
+		}
+	}
+	// Resources per node: what the live allocations use, plus the placements.
+	need := map[string]Resources{}
+	for _, pl := range p.Placements {
+		if pl.DeploymentID != "" {
+			ok, err := running(pl.DeploymentID)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return fmt.Sprintf("deployment %s is not running", pl.DeploymentID), nil
+			}
+		}
+		r := need[pl.NodeID]
+		r.CPU += pl.Resources.CPU
+		r.MemoryMB += pl.Resources.MemoryMB
+		need[pl.NodeID] = r
+	}
+	for nodeID, r := range need {
+		raw, err := txn.First(nodesTable, "id", nodeID)
+		if err != nil {
+			return "", fmt.Errorf("failed node lookup: %w", err)
+		}
+		if raw == nil || !raw.(*Node).Ready() {
+			return fmt.Sprintf("node %s is gone or not ready", nodeID), nil
+		}
+		node := raw.(*Node)
+		allocs, err := listTxn[Allocation](txn, nil, allocsTable, "node", nodeID)
+		if err != nil {
+			return "", err
+		}
+		used := r
+		for _, a := range allocs {
+			if !a.TerminalStatus() && !stopping[a.ID] {
+				used.CPU += a.Resources.CPU
+				used.MemoryMB += a.Resources.MemoryMB
+			}
+		}
+		if (node.Resources.CPU > 0 && used.CPU > node.Resources.CPU) || (node.Resources.MemoryMB > 0 && used.MemoryMB > node.Resources.MemoryMB) {
+			return fmt.Sprintf("node %s has no room left", nodeID), nil
+		}
+	}
+	return "", nil
+}
