@@ -66,11 +66,12 @@ type Handler struct {
 	logger   hclog.Logger
 	router   *mux.Router
 	resolver acl.Resolver
+	services Services
 }
 
-// New returns the API handler over backend.
-func New(backend Backend, logger hclog.Logger) *Handler {
-	h := &Handler{backend: backend, logger: logger.Named("http"), router: mux.NewRouter()}
+// New returns the API handler over backend, with the orchestrator's domain services.
+func New(backend Backend, logger hclog.Logger, services Services) *Handler {
+	h := &Handler{backend: backend, logger: logger.Named("http"), router: mux.NewRouter(), services: services}
 	// Paths are matched as sent: cleaning would answer "//v1/..." with a
 	// redirect (which turns a PUT into a GET) instead of a 404.
 	h.router.SkipClean(true)

@@ -239,3 +239,10 @@ func HashOf(fields ...string) []byte {
 	}
 	return h.Sum(nil)
 }
+
+// PointInTime returns a read-only copy of the store as it is now, in O(1)
+// (memdb is an immutable radix tree): the scheduler computes a plan from one
+// consistent view while writes go on.
+func (s *Store) PointInTime() *Store {
+	return &Store{db: s.db.Snapshot(), abandonCh: s.abandonCh}
+}

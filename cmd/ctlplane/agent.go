@@ -80,7 +80,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		cfg.Logger.Error("failed to start", "error", err)
 		return 1
 	}
-	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger)); err != nil {
+	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{})); err != nil {
 		cfg.Logger.Error("failed to start", "error", err)
 		srv.Shutdown()
 		return 1

@@ -103,7 +103,7 @@ func StartNoWait(t testing.TB, opts ...Option) *TestServer {
 	if err != nil {
 		t.Fatalf("starting server: %v", err)
 	}
-	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger)); err != nil {
+	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{})); err != nil {
 		srv.Shutdown()
 		t.Fatalf("serving HTTP: %v", err)
 	}
