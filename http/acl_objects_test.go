@@ -170,7 +170,7 @@ func TestACLPolicyValidation(t *testing.T) {
 			{"namespace policy list", body("p", `namespace "x" { policy = "list" }`), `Invalid namespace policy: "list"`},
 			{"namespace capability", body("p", `namespace "x" { capabilities = ["fly"] }`), `Invalid namespace capability: "fly"`},
 			{"empty namespace block", body("p", `namespace "x" {}`), `Invalid namespace rule "x": it needs a policy or capabilities`},
-			{"unknown rule", body("p", `key "x" { policy = "read" }`), `Failed to parse ACL rules: unknown rule "key" (known: acl, operator, namespace)`},
+			{"unknown rule", body("p", `key "x" { policy = "read" }`), `Failed to parse ACL rules: unknown rule "key" (known: acl, operator, node, namespace)`},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {

@@ -89,6 +89,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 	if p.Deployment != nil {
 		d := p.Deployment.Copy()
 		d.CreateIndex, d.ModifyIndex = idx, idx
+		d.CreateTime, d.ModifyTime = p.Now, p.Now
 		deployments[d.ID] = d
 		if err := addHistoryTxn(txn, idx, nil, d, DeploymentCause{Kind: "scheduler", EvalID: p.EvalID, Rule: "created"}, p.Now); err != nil {
 			return nil, err

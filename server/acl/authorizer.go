@@ -11,6 +11,7 @@ type Authorizer struct {
 	management bool
 	acl        string
 	operator   string
+	node       string
 	// namespaces maps a name or glob to its merged capability set.
 	namespaces map[string]map[string]bool
 }
@@ -30,6 +31,7 @@ func NewAuthorizer(rules []*Rules) *Authorizer {
 	for _, r := range rules {
 		a.acl = mergeLevel(a.acl, r.ACL)
 		a.operator = mergeLevel(a.operator, r.Operator)
+		a.node = mergeLevel(a.node, r.Node)
 		for _, ns := range r.Namespaces {
 			set := a.namespaces[ns.Name]
 			if set == nil {
@@ -81,6 +83,15 @@ func (a *Authorizer) OperatorRead() bool {
 
 // OperatorWrite allows changing the cluster's operator state.
 func (a *Authorizer) OperatorWrite() bool { return a.management || a.operator == PolicyWrite }
+
+// NodeRead allows reading client nodes (Nomad's `node = "read"`).
+func (a *Authorizer) NodeRead() bool {
+	return a.management || a.node == PolicyRead || a.node == PolicyWrite
+}
+
+// NodeWrite allows acting as a client node: registering, heartbeating and
+// reporting allocation status (Nomad's `node = "write"`).
+func (a *Authorizer) NodeWrite() bool { return a.management || a.node == PolicyWrite }
 
 // NamespaceCapability says whether capability is granted in namespace ns.
 func (a *Authorizer) NamespaceCapability(ns, capability string) bool {

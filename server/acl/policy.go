@@ -85,10 +85,11 @@ type NamespaceRule struct {
 type Rules struct {
 	ACL        string           `hcl:"acl"`
 	Operator   string           `hcl:"operator"`
+	Node       string           `hcl:"node"`
 	Namespaces []*NamespaceRule `hcl:"namespace,expand"`
 }
 
-var topLevelKeys = map[string]bool{"acl": true, "operator": true, "namespace": true}
+var topLevelKeys = map[string]bool{"acl": true, "operator": true, "node": true, "namespace": true}
 
 // Parse parses policy rules written in HCL or JSON. The errors name the
 // problem in the texts users of the upstream systems know.
@@ -105,6 +106,9 @@ func Parse(rules string) (*Rules, error) {
 	}
 	if !validLevel(p.Operator, false) {
 		return nil, fmt.Errorf("Invalid operator policy: %q", p.Operator)
+	}
+	if !validLevel(p.Node, false) {
+		return nil, fmt.Errorf("Invalid node policy: %q", p.Node)
 	}
 	for _, ns := range p.Namespaces {
 		if ns.Name == "" {
@@ -147,7 +151,7 @@ func decodeHCL(rules string, p *Rules) (err error) {
 		}
 		key := strings.Trim(item.Keys[0].Token.Text, `"`)
 		if !topLevelKeys[key] {
-			return fmt.Errorf("Failed to parse ACL rules: unknown rule %q (known: acl, operator, namespace)", key)
+			return fmt.Errorf("Failed to parse ACL rules: unknown rule %q (known: acl, operator, node, namespace)", key)
 		}
 	}
 	if err := hcl.DecodeObject(p, root); err != nil {

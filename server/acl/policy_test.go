@@ -141,9 +141,9 @@ func TestParseErrors(t *testing.T) {
 		{"namespace with an empty capability list", `namespace "x" { capabilities = [] }`, `Invalid namespace rule "x": it needs a policy or capabilities`},
 		{"namespace without policy (JSON)", `{"namespace":{"x":{}}}`, `Invalid namespace rule "x": it needs a policy or capabilities`},
 		{"namespace with an empty name", `namespace "" { policy = "read" }`, `Invalid namespace rule: a namespace block needs a name or glob`},
-		{"unknown top-level rule (HCL)", `key "foo" { policy = "read" }`, `Failed to parse ACL rules: unknown rule "key" (known: acl, operator, namespace)`},
-		{"unknown top-level rule (JSON)", `{"acl":"read","agent":{"x":{"policy":"read"}}}`, `Failed to parse ACL rules: unknown rule "agent" (known: acl, operator, namespace)`},
-		{"unknown top-level quoted", `"foo" = "bar"`, `Failed to parse ACL rules: unknown rule "foo" (known: acl, operator, namespace)`},
+		{"unknown top-level rule (HCL)", `key "foo" { policy = "read" }`, `Failed to parse ACL rules: unknown rule "key" (known: acl, operator, node, namespace)`},
+		{"unknown top-level rule (JSON)", `{"acl":"read","agent":{"x":{"policy":"read"}}}`, `Failed to parse ACL rules: unknown rule "agent" (known: acl, operator, node, namespace)`},
+		{"unknown top-level quoted", `"foo" = "bar"`, `Failed to parse ACL rules: unknown rule "foo" (known: acl, operator, node, namespace)`},
 		{"syntax error: unterminated string", `acl = "read`, `Failed to parse ACL rules: …`},
 		{"syntax error: missing value", `acl "read"`, `Failed to parse ACL rules: …`},
 		{"syntax error: unbalanced block", `namespace "d" { policy = "read"`, `Failed to parse ACL rules: …`},
@@ -253,4 +253,34 @@ func dump(r *Rules) string {
 	}
 	b.WriteString("}")
 	return b.String()
+}
+
+func TestNodeRule(t *testing.T) {
+	for _, tc := range []struct {
+		rules       string
+		read, write bool
+	}{
+		{`node = "read"`, true, false},
+		{`node = "write"`, true, true},
+		{`node = "deny"`, false, false},
+		{`acl = "write"`, false, false},
+	} {
+		r, err := Parse(tc.rules)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.rules, err)
+		}
+		a := NewAuthorizer([]*Rules{r})
+		if a.NodeRead() != tc.read || a.NodeWrite() != tc.write {
+			t.Errorf("%s: NodeRead=%v NodeWrite=%v, want %v %v", tc.rules, a.NodeRead(), a.NodeWrite(), tc.read, tc.write)
+		}
+	}
+	if _, err := Parse(`node = "list"`); err == nil || err.Error() != `Invalid node policy: "list"` {
+		t.Errorf("bad node level: %v", err)
+	}
+	// deny wins over write when merged.
+	w, _ := Parse(`node = "write"`)
+	d, _ := Parse(`node = "deny"`)
+	if NewAuthorizer([]*Rules{w, d}).NodeRead() {
+		t.Error("deny must win over write")
+	}
 }
