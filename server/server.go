@@ -68,6 +68,16 @@ type Config struct {
 
 	Logger hclog.Logger
 
+	// SchedulerWorkers is how many evaluations the leader runs at once
+	// (default: the number of CPUs).
+	SchedulerWorkers int
+	// DevNodes is how many simulated client nodes (mock_driver) the agent
+	// runs in its own process; agent -dev runs one.
+	DevNodes int
+	// Now is the clock of the domain services (default time.Now); tests
+	// pass a fake one.
+	Now func() time.Time
+
 	// EstablishHook, when set (fault-injection tests), runs before each attempt to
 	// establish leadership; an error fails the attempt.
 	EstablishHook func() error
