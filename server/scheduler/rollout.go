@@ -45,7 +45,9 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 
 	limit := r.limit(gs, tracked)
 	if ready {
-		placed := 0
+		// Every placement, even one no node took, counts against the limit
+		// (Nomad's), so a shortage never turns into more updates.
+		attempted := 0
 		n := gs.missing
 		// Dead allocations are replaced under their own names, lowest first.
 		idxs := make([]int, 0, len(gs.donors))
@@ -62,17 +64,15 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 			}
 			names.take(idx)
 			n--
-			if r.placeAlloc(gs, idx, gs.donors[idx], false, depID) {
-				placed++
-			}
+			attempted++
+			r.placeAlloc(gs, idx, gs.donors[idx], false, depID)
 		}
 		// New allocations wait until the canaries are promoted.
 		for ; n > 0 && !canaryState; n-- {
-			if r.placeAlloc(gs, names.free(), nil, false, depID) {
-				placed++
-			}
+			attempted++
+			r.placeAlloc(gs, names.free(), nil, false, depID)
 		}
-		limit -= min(placed, limit)
+		limit -= min(attempted, limit)
 	}
 
 	// Destructive updates: at most limit in flight; the old allocation is
