@@ -3,6 +3,7 @@ module github.com/ctlplane/ctlplane
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/mux v1.8.1

@@ -88,6 +88,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerOperator()
 	h.registerSnapshot()
 	h.registerDeployments()
+	h.registerNodes()
 	return h
 }
 
