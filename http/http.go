@@ -95,6 +95,8 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerOperator()
 	h.registerSnapshot()
 	h.registerMetrics()
+	h.registerDeployments()
+	h.registerNodes()
 	return h
 }
 
