@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
-	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
@@ -65,7 +64,6 @@ type Handler struct {
 	backend  Backend
 	logger   hclog.Logger
 	router   *mux.Router
-	resolver acl.Resolver
 	services Services
 }
 
