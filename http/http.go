@@ -85,6 +85,8 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerRoles()
 	h.registerOperator()
 	h.registerSnapshot()
+	h.registerDeployments()
+	h.registerNodes()
 	return h
 }
 
