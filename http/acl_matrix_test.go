@@ -362,6 +362,7 @@ func acxEndpoints() []acxEndpoint {
 		// Operator: operator:read / operator:write. Removal without ?id
 		// passes the check and stops at the missing parameter.
 		{method: "GET", path: "/v1/operator/raft/configuration", need: needOpRead, ok: ok},
+		{method: "GET", path: "/v1/agent/metrics", need: needOpRead, ok: ok},
 		{method: "DELETE", path: "/v1/operator/raft/peer", need: needOpWrite, ok: acxWant{400, "Must specify ?id with the ID of the server to remove"}},
 
 		// Snapshots: management.

@@ -213,7 +213,7 @@ func TestDeploymentUnblock(t *testing.T) {
 	deploytest.Apply(w.f, fsm.PlanApply, &fsm.PlanApplyRequest{Plan: &state.Plan{
 		EvalID: otherID, Namespace: "default", JobID: "web", JobModifyIndex: w.job.JobModifyIndex,
 		DeploymentUpdates: []*state.DeploymentStatusUpdate{{DeploymentID: w.d.ID, Status: state.DeploymentStatusBlocked, StatusDescription: state.DeploymentStatusDescriptionBlocked}},
-		Now: w.f.Clock.Now().UnixNano(),
+		Now:               w.f.Clock.Now().UnixNano(),
 	}})
 	res := expectAction(t, w.f.Do("PUT", depPath+"unblock/"+w.d.ID, `{"DeploymentID":"`+w.d.ID+`","Region":"","Namespace":"","SecretID":""}`), false, false, nil)
 	d := w.deployment(t)
