@@ -87,6 +87,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerRoles()
 	h.registerOperator()
 	h.registerSnapshot()
+	h.registerJobs()
 	return h
 }
 
