@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
@@ -50,13 +51,13 @@ func (h *Handler) evalList(w http.ResponseWriter, r *http.Request) (any, error) 
 	if ns != state.AllNamespaces && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
 		return nil, jobDenied
 	}
-	var out []*state.Evaluation
+	var out []*evalView
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, all, err := s.Evals(ws, ns)
-		out = make([]*state.Evaluation, 0, len(all))
+		out = make([]*evalView, 0, len(all))
 		for _, e := range all {
 			if id.authz.NamespaceCapability(e.Namespace, acl.CapReadJob) && hasIDPrefix(e.ID, prefix) {
-				out = append(out, e)
+				out = append(out, viewEval(e))
 			}
 		}
 		return idx, err
@@ -113,7 +114,11 @@ func (h *Handler) evalReadNS(w http.ResponseWriter, r *http.Request, more func(w
 }
 
 func (h *Handler) evalRead(w http.ResponseWriter, r *http.Request) (any, error) {
-	return h.evalReadNS(w, r, nil)
+	eval, err := h.evalReadNS(w, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	return viewEval(eval), nil
 }
 
 func (h *Handler) evalAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -167,6 +172,54 @@ func jobAllocStubs(allocs []*state.Allocation) []*jobAllocStub {
 			DeploymentStatus: a.DeploymentStatus, FollowupEvalID: a.FollowupEvalID, NextAllocation: a.NextAllocation,
 			CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
 		})
+	}
+	return out
+}
+
+// evalView is an evaluation as Nomad's API shows it: WaitUntil is a time
+// (the zero time when unset), as the official client decodes it.
+type evalView struct {
+	ID                string
+	Namespace         string
+	Priority          int
+	Type              string
+	TriggeredBy       string
+	JobID             string
+	JobModifyIndex    uint64
+	NodeID            string
+	DeploymentID      string
+	Status            string
+	StatusDescription string
+	WaitUntil         time.Time
+	NextEval          string
+	PreviousEval      string
+	BlockedEval       string
+	QueuedAllocations map[string]int
+	CreateIndex       uint64
+	ModifyIndex       uint64
+	CreateTime        int64
+	ModifyTime        int64
+}
+
+func viewEval(e *state.Evaluation) *evalView {
+	v := &evalView{
+		ID: e.ID, Namespace: e.Namespace, Priority: e.Priority, Type: e.Type, TriggeredBy: e.TriggeredBy,
+		JobID: e.JobID, JobModifyIndex: e.JobModifyIndex, NodeID: e.NodeID, DeploymentID: e.DeploymentID,
+		Status: e.Status, StatusDescription: e.StatusDescription, NextEval: e.NextEval,
+		PreviousEval: e.PreviousEval, BlockedEval: e.BlockedEval, QueuedAllocations: e.QueuedAllocations,
+		CreateIndex: e.CreateIndex, ModifyIndex: e.ModifyIndex, CreateTime: e.CreateTime, ModifyTime: e.ModifyTime,
+	}
+	if e.WaitUntil != 0 {
+		v.WaitUntil = time.Unix(0, e.WaitUntil).UTC()
+	}
+	return v
+}
+
+// viewEvals lists evaluations as views ([] for none).
+func viewEvals(evals []*state.Evaluation) []*evalView {
+	out := make([]*evalView, 0, len(evals))
+	for _, e := range evals {
+		out = append(out, viewEval(e))
 	}
 	return out
 }

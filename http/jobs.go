@@ -492,14 +492,11 @@ func (h *Handler) jobAllocations(w http.ResponseWriter, r *http.Request) (any, e
 
 func (h *Handler) jobEvaluations(w http.ResponseWriter, r *http.Request) (any, error) {
 	jobID := mux.Vars(r)["job"]
-	var out []*state.Evaluation
+	var out []*evalView
 	err := h.jobReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
 		idx, evals, err := s.EvalsByJob(ws, ns, jobID)
-		out = evals
+		out = viewEvals(evals)
 		return idx, err
 	})
-	if out == nil {
-		out = []*state.Evaluation{}
-	}
 	return out, err
 }
