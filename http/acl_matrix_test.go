@@ -45,7 +45,14 @@ const (
 	needBootstrap  = "bootstrap"      // PUT /v1/acl/bootstrap: no token needed, once
 	needLogin      = "login"          // POST /v1/acl/login: no token needed (any sent is ignored)
 	needLogout     = "logout"         // POST /v1/acl/logout: the caller's own token, made by a login
+	needNodeRead   = "node:read"      // nodes read API (Nomad-side: every refusal is "Permission denied")
+	needNodeWrite  = "node:write"     // the client protocol
+	needNSReadJob  = "namespace:read-job"
+	needNomadToken = "nomad:token" // allocation read: checked on the allocation's namespace, so only an unknown secret is refused up front
 )
+
+// nomadNeeds are the needs of the Nomad-side endpoints, refused with one text.
+var nomadNeeds = map[string]bool{needNodeRead: true, needNodeWrite: true, needNSReadJob: true, needNomadToken: true}
 
 const (
 	anonymousDenyFmt = "Permission denied: anonymous token lacks permission '%s'. The anonymous token is used implicitly when a request does not specify a token."
@@ -361,6 +368,22 @@ func acxEndpoints() []acxEndpoint {
 		{method: "GET", path: "/v1/snapshot", need: needManagement, ok: ok, okCT: "application/x-gzip"},
 		{method: "PUT", path: "/v1/snapshot", body: "{snapshot}", need: needManagement, ok: okTrue},
 
+		// Nodes and allocations (design §6b): node:read, namespace read-job;
+		// the client protocol node:write (its rows stop at validation,
+		// which comes after the check).
+		{method: "GET", path: "/v1/nodes", need: needNodeRead, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/node/" + otherID, need: needNodeRead, ok: acxWant{404, "node not found"}},
+		{method: "GET", path: "/v1/node/" + otherID + "/allocations", need: needNodeRead, ok: acxWant{404, "node not found"}},
+		{method: "GET", path: "/v1/allocations", need: needNSReadJob, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/allocation/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNodeWrite, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
+		{method: "POST", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNodeWrite, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
+		{method: "PUT", path: "/v1/client/heartbeat/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/heartbeat/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/allocations/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNodeWrite, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNodeWrite, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
+
 		// Wrong method and unknown path: answered before any token is looked at.
 		{method: "POST", path: "/v1/acl/policies", need: needNone, ok: acxWant{405, "method POST not allowed"}},
 		{method: "GET", path: "/v1/acl/nothing-here", need: needNone, ok: acxWant{404, "Invalid URL path: not a recognized HTTP API endpoint"}},
@@ -403,7 +426,7 @@ func acxCallers(t *testing.T, s *acxServer, aclsOn bool) []*acxCaller {
 		callers = append(callers, c)
 	}
 	mgmt := &acxCaller{name: "management", secret: s.mgmt, known: true,
-		perms: perms(needACLRead, needACLWrite, needOpRead, needOpWrite, needManagement)}
+		perms: perms(needACLRead, needACLWrite, needOpRead, needOpWrite, needManagement, needNodeRead, needNodeWrite, needNSReadJob)}
 	if aclsOn {
 		var self state.ACLToken
 		s.must(t, "GET", "/v1/acl/token/self", "").JSON(t, &self)
@@ -441,6 +464,12 @@ func (e *acxEndpoint) want(c *acxCaller, aclsOn bool, resetIndex uint64) acxWant
 		// The initial management token closed bootstrapping; bootstrap
 		// ignores the caller's token entirely.
 		return acxWant{403, fmt.Sprintf(resetIndexFmt, resetIndex)}
+	}
+	if nomadNeeds[e.need] {
+		if !c.known || (e.need != needNomadToken && !c.perms[e.need]) {
+			return acxWant{403, "Permission denied"}
+		}
+		return e.ok
 	}
 	if !c.known {
 		return acxWant{403, aclNotFound}

@@ -21,6 +21,8 @@ func headerPrefixes(r *http.Request) []string {
 	case strings.HasPrefix(r.URL.Path, "/v1/deployment"), strings.HasPrefix(r.URL.Path, "/v1/job"),
 		strings.HasPrefix(r.URL.Path, "/v1/evaluation"):
 		return []string{servicePrefix, "X-Nomad-"}
+	case strings.HasPrefix(r.URL.Path, "/v1/node"), strings.HasPrefix(r.URL.Path, "/v1/allocation"):
+		return []string{servicePrefix, "X-Nomad-"}
 	}
 	return []string{servicePrefix}
 }

@@ -87,6 +87,8 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerRoles()
 	h.registerOperator()
 	h.registerSnapshot()
+	h.registerDeployments()
+	h.registerNodes()
 	h.registerJobs()
 	return h
 }

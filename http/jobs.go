@@ -205,16 +205,6 @@ type jobRegisterRequest struct {
 	writeRequestFields
 }
 
-// writeRequestFields are the WriteRequest fields Nomad's Go client puts in
-// every body: known, and otherwise ignored.
-type writeRequestFields struct {
-	Region           string
-	Namespace        string
-	SecretID         string
-	AuthToken        string
-	IdempotencyToken string
-}
-
 // jobWriteResponse is Nomad's JobRegisterResponse / JobDeregisterResponse.
 type jobWriteResponse struct {
 	EvalID          string

@@ -25,7 +25,7 @@ func startJobs(t *testing.T, opts ...servertest.Option) *servertest.TestServer {
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
 	srv := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(deps)}))
 	t.Cleanup(srv.Close)
-	return &servertest.TestServer{Server: ts.Server, Config: ts.Config, URL: srv.URL}
+	return &servertest.TestServer{Agent: ts.Agent, Config: ts.Config, URL: srv.URL}
 }
 
 // jobBody is a register body for a service job with one group of count

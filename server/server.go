@@ -67,6 +67,20 @@ type Config struct {
 	SnapshotInterval  time.Duration
 
 	Logger hclog.Logger
+
+	// SchedulerWorkers is how many evaluations the leader runs at once
+	// (default: the number of CPUs).
+	SchedulerWorkers int
+	// DevNodes is how many simulated client nodes (mock_driver) the agent
+	// runs in its own process; agent -dev runs one.
+	DevNodes int
+	// Now is the clock of the domain services (default time.Now); tests
+	// pass a fake one.
+	Now func() time.Time
+
+	// EstablishHook, when set (fault-injection tests), runs before each attempt to
+	// establish leadership; an error fails the attempt.
+	EstablishHook func() error
 }
 
 // DefaultConfig returns the defaults of a persistent agent.
@@ -150,6 +164,9 @@ type Server struct {
 	queryCtx    context.Context
 	cancelQuery context.CancelFunc
 
+	// leader is the registry of routines run while this node leads.
+	leader leaderRoutines
+
 	shutdownOnce sync.Once
 	shutdownCh   chan struct{}
 	monitorDone  chan struct{}
@@ -203,6 +220,11 @@ func New(cfg *Config) (*Server, error) {
 		s.closeStores()
 		return nil, err
 	}
+	s.AddLeaderRoutine("acl-token-reaper", func(ctx context.Context) {
+		stop := make(chan struct{})
+		go func() { <-ctx.Done(); close(stop) }()
+		s.leaderACLLoop(stop)
+	})
 	go s.monitorLeadership()
 	return s, nil
 }
@@ -319,45 +341,41 @@ func (s *Server) loadNodeID() (string, error) {
 	return id, nil
 }
 
-// monitorLeadership tracks whether this node may serve leader reads.
+// monitorLeadership tracks whether this node may serve leader reads, and
+// runs the leader routines while it leads.
 func (s *Server) monitorLeadership() {
 	defer close(s.monitorDone)
 	leaderCh := s.raft.LeaderCh()
-	var stopLeaderLoops chan struct{}
+	var termStop chan struct{}
+	endTerm := func() {
+		s.leaderReady.Store(false)
+		if termStop != nil {
+			close(termStop)
+			termStop = nil
+		}
+		s.stopLeaderRoutines()
+	}
 	for {
 		select {
 		case isLeader := <-leaderCh:
-			s.leaderReady.Store(false)
-			if stopLeaderLoops != nil {
-				close(stopLeaderLoops)
-				stopLeaderLoops = nil
-			}
+			endTerm()
 			if !isLeader {
 				s.logger.Info("cluster leadership lost")
 				continue
 			}
-			// Apply everything committed by earlier terms before serving reads.
-			if err := s.raft.Barrier(0).Error(); err != nil {
-				s.logger.Warn("failed to wait for the state to catch up after winning leadership", "error", err)
+			termStop = make(chan struct{})
+			if !s.establishLeadership(termStop) {
 				continue
-			}
-			// The built-in ACL objects (and the initial management token)
-			// exist before the first request is served.
-			if err := s.establishACL(); err != nil {
-				s.logger.Error("failed to create the built-in ACL objects", "error", err)
 			}
 			s.leaderReady.Store(true)
 			s.logger.Info("cluster leadership acquired")
-			stopLeaderLoops = make(chan struct{})
-			go s.leaderACLLoop(stopLeaderLoops)
+			s.startLeaderRoutines()
 			select {
 			case s.registerCh <- struct{}{}:
 			default:
 			}
 		case <-s.shutdownCh:
-			if stopLeaderLoops != nil {
-				close(stopLeaderLoops)
-			}
+			endTerm()
 			return
 		}
 	}

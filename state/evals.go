@@ -77,6 +77,7 @@ func init() {
 				&memdb.StringFieldIndex{Field: "Namespace"},
 				&memdb.StringFieldIndex{Field: "JobID"},
 			}}},
+			"status": {Name: "status", Indexer: &memdb.StringFieldIndex{Field: "Status"}},
 		},
 	}, func() any { return new(Evaluation) })
 }
@@ -94,6 +95,11 @@ func (s *Store) Evals(ws memdb.WatchSet, ns string) (uint64, []*Evaluation, erro
 // EvalsByJob lists a job's evaluations, by ID.
 func (s *Store) EvalsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*Evaluation, error) {
 	return getByIndex[Evaluation](s, ws, evalsTable, "job", ns, jobID)
+}
+
+// EvalsByStatus lists the evaluations with a status (e.g. pending), by ID.
+func (s *Store) EvalsByStatus(ws memdb.WatchSet, status string) (uint64, []*Evaluation, error) {
+	return getByIndex[Evaluation](s, ws, evalsTable, "status", status)
 }
 
 // EvalsUpsert inserts or replaces evaluations at idx.

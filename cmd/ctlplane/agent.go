@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
+	ctlagent "github.com/ctlplane/ctlplane/server/agent"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -36,6 +36,8 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.StringVar(&cfg.JoinToken, "join-token", "", "token sent when joining a cluster; needs operator:write (default: -acl-initial-management-token)")
 	flags.StringVar(&cfg.Datacenter, "datacenter", cfg.Datacenter, "datacenter name")
 	flags.BoolVar(&cfg.EnableDebug, "enable-debug", false, "serve Go's profiler under /debug/pprof/ (management token required when ACLs are on)")
+	devNodes := flags.Int("dev-nodes", -1, "simulated client nodes (mock_driver) to run in this process (default: 1 with -dev, else 0)")
+	flags.IntVar(&cfg.SchedulerWorkers, "scheduler-workers", 0, "evaluations the leader schedules at once (default: the number of CPUs)")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := flags.Bool("log-json", false, "log in JSON")
 	if err := flags.Parse(args); err != nil {
@@ -74,15 +76,17 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	if cfg.BindAddr == "" {
 		cfg.BindAddr = "127.0.0.1:8300"
 	}
+	cfg.DevNodes = *devNodes
+	if cfg.DevNodes < 0 {
+		cfg.DevNodes = 0
+		if cfg.Dev {
+			cfg.DevNodes = 1
+		}
+	}
 
-	srv, err := server.New(cfg)
+	srv, err := ctlagent.New(cfg)
 	if err != nil {
 		cfg.Logger.Error("failed to start", "error", err)
-		return 1
-	}
-	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{})); err != nil {
-		cfg.Logger.Error("failed to start", "error", err)
-		srv.Shutdown()
 		return 1
 	}
 

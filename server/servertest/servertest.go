@@ -17,15 +17,15 @@ import (
 	"testing"
 	"time"
 
-	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
+	"github.com/ctlplane/ctlplane/server/agent"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
 )
 
 // TestServer is one running agent.
 type TestServer struct {
-	*server.Server
+	*agent.Agent
 	Config *server.Config
 	// URL is the HTTP API base, e.g. http://127.0.0.1:41234.
 	URL string
@@ -99,15 +99,11 @@ func StartNoWait(t testing.TB, opts ...Option) *TestServer {
 	for _, o := range opts {
 		o(cfg)
 	}
-	srv, err := server.New(cfg)
+	srv, err := agent.New(cfg)
 	if err != nil {
 		t.Fatalf("starting server: %v", err)
 	}
-	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{})); err != nil {
-		srv.Shutdown()
-		t.Fatalf("serving HTTP: %v", err)
-	}
-	ts := &TestServer{Server: srv, Config: cfg, URL: "http://" + srv.HTTPAddr()}
+	ts := &TestServer{Agent: srv, Config: cfg, URL: "http://" + srv.HTTPAddr()}
 	t.Cleanup(func() {
 		if err := srv.Shutdown(); err != nil {
 			t.Errorf("shutdown: %v", err)

@@ -117,10 +117,17 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// Read reads and verifies an archive: the three files must be there, the
-// checksums must match, and the metadata must be ctlplane's.
+// MaxStateSize caps the state a restore accepts (the size meta.json
+// declares, and what is copied): a forged archive cannot fill the disk.
+var MaxStateSize int64 = 8 << 30
+
+// Read reads and verifies an archive: exactly meta.json, state.bin and
+// SHA256SUMS, in that order, each a regular file appearing once; state.bin
+// no larger than meta.json declares (itself capped by MaxStateSize); the
+// checksums must match what was read, and the metadata must be ctlplane's.
 func Read(r io.Reader) (*Archive, error) {
-	gz, err := gzip.NewReader(r)
+	raw := &countingReader{r: r}
+	gz, err := gzip.NewReader(raw)
 	if err != nil {
 		return nil, invalid("not a gzip stream: %v", err)
 	}
@@ -137,46 +144,88 @@ func Read(r io.Reader) (*Archive, error) {
 	}()
 
 	sums := map[string]string{}
-	var metaJSON []byte
 	var sumsText string
-	seen := map[string]bool{}
+	order := []string{metaFile, stateFile, sumsFile}
 	tr := tar.NewReader(gz)
-	for {
+	for i := 0; ; i++ {
 		hdr, err := tr.Next()
 		if err == io.EOF {
+			if i < len(order) {
+				return nil, invalid("%s is missing", order[i])
+			}
 			break
 		}
 		if err != nil {
 			return nil, invalid("reading the archive failed (truncated or corrupt?): %v", err)
 		}
+		if i >= len(order) {
+			return nil, invalid("unexpected extra entry %q after %s", hdr.Name, sumsFile)
+		}
+		if hdr.Name != order[i] {
+			if i > 0 && hdr.Name == order[i-1] {
+				return nil, invalid("%s appears twice", hdr.Name)
+			}
+			if hdr.Name != metaFile && hdr.Name != stateFile && hdr.Name != sumsFile {
+				return nil, invalid("unexpected file %q in the archive", hdr.Name)
+			}
+			for _, later := range order[i+1:] {
+				if hdr.Name == later {
+					return nil, invalid("%s is missing", order[i])
+				}
+			}
+			return nil, invalid("%s must come before %s", order[i], hdr.Name)
+		}
+		if err := regularFile(hdr); err != nil {
+			return nil, err
+		}
 		h := sha256.New()
 		switch hdr.Name {
 		case metaFile:
-			metaJSON, err = io.ReadAll(io.TeeReader(io.LimitReader(tr, 1<<20), h))
+			if hdr.Size > 1<<20 {
+				return nil, invalid("%s is %d bytes, over the 1 MiB limit", metaFile, hdr.Size)
+			}
+			var metaJSON []byte
+			if metaJSON, err = io.ReadAll(io.TeeReader(tr, h)); err != nil {
+				break
+			}
+			if err := json.Unmarshal(metaJSON, &a.Meta); err != nil {
+				return nil, invalid("bad %s: %v", metaFile, err)
+			}
+			if a.Meta.Product != product || a.Meta.Version != 1 {
+				return nil, invalid("not a ctlplane snapshot (product %q, version %d)", a.Meta.Product, a.Meta.Version)
+			}
+			if a.Meta.Size < 0 || a.Meta.Size > MaxStateSize {
+				return nil, invalid("%s declares a state of %d bytes; the limit is %d", metaFile, a.Meta.Size, MaxStateSize)
+			}
 		case stateFile:
-			_, err = io.Copy(io.MultiWriter(tmp, h), tr)
+			if hdr.Size != a.Meta.Size {
+				return nil, invalid("state is %d bytes, metadata says %d", hdr.Size, a.Meta.Size)
+			}
+			var n int64
+			n, err = io.Copy(io.MultiWriter(&bombGuard{w: tmp, raw: raw}, h), io.LimitReader(tr, a.Meta.Size))
+			if err == nil && n != a.Meta.Size {
+				err = io.ErrUnexpectedEOF
+			}
 		case sumsFile:
+			if hdr.Size > 1<<16 {
+				return nil, invalid("%s is %d bytes, over the 64 KiB limit", sumsFile, hdr.Size)
+			}
 			var b []byte
-			b, err = io.ReadAll(io.LimitReader(tr, 1<<16))
+			b, err = io.ReadAll(tr)
 			sumsText = string(b)
-		default:
-			return nil, invalid("unexpected file %q in the archive", hdr.Name)
 		}
 		if err != nil {
 			return nil, invalid("reading %s failed (truncated or corrupt?): %v", hdr.Name, err)
 		}
-		seen[hdr.Name] = true
 		sums[hdr.Name] = hex.EncodeToString(h.Sum(nil))
 	}
 	// The tar stream ends before the gzip trailer: read to the end so that
-	// gzip checks its CRC and length, and a cut-off archive is refused.
-	if _, err := io.Copy(io.Discard, gz); err != nil {
+	// gzip checks its CRC and length, and a cut-off archive is refused. What
+	// follows the tar end is bounded too (a gzip bomb of padding).
+	if n, err := io.Copy(io.Discard, io.LimitReader(gz, 1<<20)); err != nil {
 		return nil, invalid("reading the archive failed (truncated or corrupt?): %v", err)
-	}
-	for _, name := range []string{metaFile, stateFile, sumsFile} {
-		if !seen[name] {
-			return nil, invalid("%s is missing", name)
-		}
+	} else if n == 1<<20 {
+		return nil, invalid("unexpected data after the archive's end")
 	}
 	for _, line := range strings.Split(strings.TrimSpace(sumsText), "\n") {
 		sum, name, found := strings.Cut(line, "  ")
@@ -194,19 +243,51 @@ func Read(r io.Reader) (*Archive, error) {
 	if len(sums) != 0 {
 		return nil, invalid("%s does not cover every file", sumsFile)
 	}
-	if err := json.Unmarshal(metaJSON, &a.Meta); err != nil {
-		return nil, invalid("bad %s: %v", metaFile, err)
-	}
-	if a.Meta.Product != product || a.Meta.Version != 1 {
-		return nil, invalid("not a ctlplane snapshot (product %q, version %d)", a.Meta.Product, a.Meta.Version)
-	}
-	info, err := tmp.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if info.Size() != a.Meta.Size {
-		return nil, invalid("state is %d bytes, metadata says %d", info.Size(), a.Meta.Size)
-	}
 	ok = true
 	return a, nil
+}
+
+// regularFile refuses every tar entry that is not a plain regular file:
+// sparse files (whose holes expand on reading), links, devices, directories.
+func regularFile(hdr *tar.Header) error {
+	if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
+		return invalid("%s is not a regular file (tar type %q)", hdr.Name, hdr.Typeflag)
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return invalid("%s is a sparse file", hdr.Name)
+		}
+	}
+	return nil
+}
+
+// maxExpansion bounds how many times larger the state may be than the
+// compressed bytes read so far: real states compress a few times, a gzip
+// bomb or a sparse file thousands of times.
+const maxExpansion = 256
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// bombGuard writes to w until the output outgrows maxExpansion times the input.
+type bombGuard struct {
+	w       io.Writer
+	raw     *countingReader
+	written int64
+}
+
+func (b *bombGuard) Write(p []byte) (int, error) {
+	b.written += int64(len(p))
+	if b.written > maxExpansion*b.raw.n+16<<20 {
+		return 0, invalid("state.bin expands more than %d times its compressed size (a compression bomb?)", maxExpansion)
+	}
+	return b.w.Write(p)
 }

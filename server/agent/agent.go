@@ -1,0 +1,69 @@
+// Package agent is ctlplane's composition root: it builds a server, its
+// domain services, leader routines and HTTP API, and (in dev mode) the
+// in-process client nodes, in one place that the binary and the test helper
+// both use.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server"
+	"github.com/ctlplane/ctlplane/server/evals"
+	"github.com/ctlplane/ctlplane/server/svc"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Agent is a running server with its services.
+type Agent struct {
+	*server.Server
+	Config *server.Config
+	Broker *evals.Broker
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New starts the server and its services and serves the HTTP API.
+func New(cfg *server.Config) (*Agent, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SchedulerWorkers <= 0 {
+		cfg.SchedulerWorkers = runtime.NumCPU()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{Server: srv, Config: cfg}
+	deps := svc.Deps{State: srv.State, Raft: srv, Now: cfg.Now, Logger: cfg.Logger}
+	services := a.wire(deps)
+	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, services)); err != nil {
+		srv.Shutdown()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	if err := a.startDevNodes(ctx, deps); err != nil {
+		a.Shutdown()
+		return nil, fmt.Errorf("failed to start the dev client nodes: %w", err)
+	}
+	return a, nil
+}
+
+// Shutdown stops the client nodes, then the server.
+func (a *Agent) Shutdown() error {
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.wg.Wait()
+	return a.Server.Shutdown()
+}

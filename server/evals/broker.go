@@ -1,0 +1,285 @@
+// Package evals runs evaluations on the leader: a broker that hands every
+// pending evaluation to a scheduler worker (at most one in flight per job),
+// and the planner through which schedulers commit their plans to Raft.
+package evals
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/svc"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+)
+
+// Scheduler processes one evaluation (server/scheduler's service scheduler).
+type Scheduler interface {
+	Process(eval *state.Evaluation) error
+}
+
+// Planner is what a scheduler commits its decisions through.
+type Planner interface {
+	SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store, error)
+	UpdateEval(eval *state.Evaluation) error
+	CreateEval(eval *state.Evaluation) error
+}
+
+// Factory makes a scheduler for one evaluation over a point-in-time state.
+type Factory func(logger hclog.Logger, snap *state.Store, planner Planner, now func() time.Time) Scheduler
+
+// maxAttempts is how often an evaluation whose processing fails is tried
+// before it is marked failed.
+const maxAttempts = 3
+
+// Broker is the leader routine that runs evaluations.
+type Broker struct {
+	deps    svc.Deps
+	factory Factory
+	workers int
+	logger  hclog.Logger
+
+	processed atomic.Uint64
+	failed    atomic.Uint64
+	plans     atomic.Uint64
+	refused   atomic.Uint64
+}
+
+// New returns a broker running evaluations on workers goroutines.
+func New(deps svc.Deps, factory Factory, workers int) *Broker {
+	if workers < 1 {
+		workers = 1
+	}
+	return &Broker{deps: deps, factory: factory, workers: workers, logger: deps.Logger.Named("evals")}
+}
+
+// Stats are counters since the process started.
+type Stats struct {
+	Processed, Failed, PlansApplied, PlansRefused uint64
+}
+
+// Stats returns the broker's counters.
+func (b *Broker) Stats() Stats {
+	return Stats{Processed: b.processed.Load(), Failed: b.failed.Load(), PlansApplied: b.plans.Load(), PlansRefused: b.refused.Load()}
+}
+
+type jobKey struct{ ns, id string }
+
+type outcome struct {
+	eval *state.Evaluation
+	err  error
+}
+
+// Run hands pending evaluations to the workers until ctx ends (leadership
+// is lost). It follows the evaluations table with watch sets, so a pending
+// evaluation written by anyone (a job registration, the deployment watcher,
+// a node going down) is picked up without polling.
+func (b *Broker) Run(ctx context.Context) {
+	work := make(chan *state.Evaluation)
+	done := make(chan outcome, b.workers)
+	for i := 0; i < b.workers; i++ {
+		go func() {
+			for ev := range work {
+				done <- outcome{ev, b.process(ev)}
+			}
+		}()
+	}
+	defer close(work)
+
+	idle := b.workers
+	inflight := map[jobKey]bool{}
+	// handled are pending evaluations already given to a worker (or done)
+	// whose new status is not in the state yet.
+	handled := map[string]bool{}
+	attempts := map[string]int{}
+	var nodesIndex uint64
+	for {
+		st := b.deps.State()
+		ws := memdb.NewWatchSet()
+		ws.Add(st.AbandonCh())
+		_, pending, err := st.EvalsByStatus(ws, state.EvalStatusPending)
+		if err != nil {
+			b.logger.Error("failed to read pending evaluations", "error", err)
+			return
+		}
+		idx, _, err := st.Nodes(ws)
+		if err != nil {
+			b.logger.Error("failed to read nodes", "error", err)
+			return
+		}
+		if idx != nodesIndex {
+			// New nodes or capacity: blocked evaluations may place now.
+			if nodesIndex != 0 {
+				b.unblock(st)
+			}
+			nodesIndex = idx
+		}
+
+		live := make(map[string]bool, len(pending))
+		now := b.deps.NowNanos()
+		var ready []*state.Evaluation
+		var nextWake int64
+		for _, ev := range pending {
+			live[ev.ID] = true
+			if handled[ev.ID] {
+				continue
+			}
+			if ev.WaitUntil > now {
+				if nextWake == 0 || ev.WaitUntil < nextWake {
+					nextWake = ev.WaitUntil
+				}
+				continue
+			}
+			ready = append(ready, ev)
+		}
+		for id := range handled {
+			if !live[id] {
+				delete(handled, id)
+				delete(attempts, id)
+			}
+		}
+		sort.SliceStable(ready, func(i, j int) bool {
+			if ready[i].Priority != ready[j].Priority {
+				return ready[i].Priority > ready[j].Priority
+			}
+			return ready[i].CreateIndex < ready[j].CreateIndex
+		})
+		for _, ev := range ready {
+			if idle == 0 {
+				break
+			}
+			k := jobKey{ev.Namespace, ev.JobID}
+			if inflight[k] {
+				continue
+			}
+			inflight[k] = true
+			handled[ev.ID] = true
+			idle--
+			work <- ev
+		}
+
+		var timer <-chan time.Time
+		var t *time.Timer
+		if nextWake != 0 {
+			t = time.NewTimer(time.Duration(nextWake - now))
+			timer = t.C
+		}
+		watchCtx, cancel := context.WithCancel(ctx)
+		changed := ws.WatchCh(watchCtx)
+		select {
+		case <-ctx.Done():
+			cancel()
+			if t != nil {
+				t.Stop()
+			}
+			// Let the workers finish what they hold before returning.
+			for idle < b.workers {
+				<-done
+				idle++
+			}
+			return
+		case o := <-done:
+			idle++
+			delete(inflight, jobKey{o.eval.Namespace, o.eval.JobID})
+			if o.err != nil {
+				b.retryOrFail(o.eval, o.err, handled, attempts)
+			}
+		case <-changed:
+		case <-timer:
+		}
+		cancel()
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// retryOrFail lets a failed evaluation be picked up again, or marks it
+// failed after maxAttempts.
+func (b *Broker) retryOrFail(ev *state.Evaluation, cause error, handled map[string]bool, attempts map[string]int) {
+	attempts[ev.ID]++
+	b.logger.Warn("evaluation failed", "eval", ev.ID, "job", ev.JobID, "attempt", attempts[ev.ID], "error", cause)
+	if attempts[ev.ID] < maxAttempts {
+		delete(handled, ev.ID)
+		return
+	}
+	failed := *ev
+	failed.Status = state.EvalStatusFailed
+	failed.StatusDescription = fmt.Sprintf("evaluation failed after %d attempts: %v", maxAttempts, cause)
+	failed.ModifyTime = b.deps.NowNanos()
+	if _, err := fsm.Apply(b.deps.Raft, fsm.EvalUpsert, &fsm.EvalUpsertRequest{Evals: []*state.Evaluation{&failed}}); err != nil {
+		b.logger.Error("failed to mark evaluation failed", "eval", ev.ID, "error", err)
+		delete(handled, ev.ID)
+		return
+	}
+	b.failed.Add(1)
+}
+
+// unblock marks blocked evaluations pending again.
+func (b *Broker) unblock(st *state.Store) {
+	_, blocked, err := st.EvalsByStatus(memdb.NewWatchSet(), state.EvalStatusBlocked)
+	if err != nil || len(blocked) == 0 {
+		return
+	}
+	now := b.deps.NowNanos()
+	out := make([]*state.Evaluation, 0, len(blocked))
+	for _, ev := range blocked {
+		c := *ev
+		c.Status = state.EvalStatusPending
+		c.ModifyTime = now
+		out = append(out, &c)
+	}
+	if _, err := fsm.Apply(b.deps.Raft, fsm.EvalUpsert, &fsm.EvalUpsertRequest{Evals: out}); err != nil {
+		b.logger.Warn("failed to unblock evaluations", "error", err)
+	}
+}
+
+// process runs one evaluation through a new scheduler.
+func (b *Broker) process(ev *state.Evaluation) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("scheduler panicked: %v", p)
+		}
+	}()
+	snap := b.deps.State().PointInTime()
+	s := b.factory(b.logger, snap, &planner{broker: b}, b.deps.Now)
+	if err := s.Process(ev); err != nil {
+		return err
+	}
+	b.processed.Add(1)
+	return nil
+}
+
+// planner commits a scheduler's decisions through Raft.
+type planner struct{ broker *Broker }
+
+func (p *planner) SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store, error) {
+	b := p.broker
+	plan.Now = b.deps.NowNanos()
+	res, err := fsm.Apply(b.deps.Raft, fsm.PlanApply, &fsm.PlanApplyRequest{Plan: plan})
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Refused != "" {
+		b.refused.Add(1)
+		return res, b.deps.State().PointInTime(), nil
+	}
+	b.plans.Add(1)
+	return res, nil, nil
+}
+
+func (p *planner) UpdateEval(eval *state.Evaluation) error { return p.upsert(eval) }
+func (p *planner) CreateEval(eval *state.Evaluation) error { return p.upsert(eval) }
+
+func (p *planner) upsert(eval *state.Evaluation) error {
+	b := p.broker
+	if eval.ModifyTime == 0 {
+		eval.ModifyTime = b.deps.NowNanos()
+	}
+	_, err := fsm.Apply(b.deps.Raft, fsm.EvalUpsert, &fsm.EvalUpsertRequest{Evals: []*state.Evaluation{eval}})
+	return err
+}
