@@ -20,6 +20,8 @@ func headerPrefixes(r *http.Request) []string {
 		return []string{servicePrefix, "X-Consul-"}
 	case strings.HasPrefix(r.URL.Path, "/v1/deployment"), strings.HasPrefix(r.URL.Path, "/v1/job"):
 		return []string{servicePrefix, "X-Nomad-"}
+	case strings.HasPrefix(r.URL.Path, "/v1/node"), strings.HasPrefix(r.URL.Path, "/v1/allocation"):
+		return []string{servicePrefix, "X-Nomad-"}
 	}
 	return []string{servicePrefix}
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
@@ -368,6 +369,7 @@ func (s *Server) monitorLeadership() {
 				continue
 			}
 			s.leaderReady.Store(true)
+			metrics.IncrCounter([]string{"leader", "changes"}, 1)
 			s.logger.Info("cluster leadership acquired")
 			s.startLeaderRoutines()
 			select {

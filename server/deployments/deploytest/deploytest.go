@@ -182,8 +182,14 @@ func (f *Fixture) SetStable(job *state.Job, version uint64) {
 // deployment and allocations as stored.
 func (f *Fixture) Deploy(job *state.Job) (*state.Deployment, []*state.Allocation) {
 	f.T.Helper()
+	return f.DeployAs(job, uuid.NewString())
+}
+
+// DeployAs is Deploy with a chosen deployment ID.
+func (f *Fixture) DeployAs(job *state.Job, id string) (*state.Deployment, []*state.Allocation) {
+	f.T.Helper()
 	d := &state.Deployment{
-		ID: uuid.NewString(), Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version,
+		ID: id, Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version,
 		JobModifyIndex: job.JobModifyIndex, JobSpecModifyIndex: job.JobModifyIndex, JobCreateIndex: job.CreateIndex,
 		TaskGroups: map[string]*state.DeploymentState{},
 		Status:     state.DeploymentStatusRunning, StatusDescription: state.DeploymentStatusDescriptionRunning,
