@@ -95,6 +95,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerMetrics()
 	h.registerDeployments()
 	h.registerNodes()
+	h.registerJobs()
 	return h
 }
 
