@@ -228,7 +228,7 @@ func (c *Client) register(ctx context.Context) error {
 			c.succeeded()
 			c.mu.Lock()
 			c.ttl = resp.HeartbeatTTL
-			c.armHeartbeatLocked(resp.HeartbeatTTL / 2)
+			c.armHeartbeatLocked(heartbeatInterval(resp.HeartbeatTTL))
 			c.mu.Unlock()
 			c.logger.Debug("registered", "ttl", resp.HeartbeatTTL)
 			return nil
@@ -246,6 +246,12 @@ func (c *Client) register(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// heartbeatInterval is half the TTL less up to a tenth of it, so that
+// nodes started together do not heartbeat in lockstep.
+func heartbeatInterval(ttl time.Duration) time.Duration {
+	return ttl/2 - rand.N(ttl/10+1)
 }
 
 func (c *Client) armHeartbeatLocked(d time.Duration) {
@@ -276,7 +282,7 @@ func (c *Client) heartbeat() {
 		c.succeeded()
 		c.mu.Lock()
 		c.ttl = resp.HeartbeatTTL
-		c.armHeartbeatLocked(resp.HeartbeatTTL / 2)
+		c.armHeartbeatLocked(heartbeatInterval(resp.HeartbeatTTL))
 		c.mu.Unlock()
 		return
 	case api.IsNotFound(err):
