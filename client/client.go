@@ -431,7 +431,7 @@ func (c *Client) flush() {
 	srv := c.server()
 	_, err := srv.UpdateAllocations(ctx, c.nodeID, batch)
 	var apiErr *api.Error
-	refused := errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest
+	refused := errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusRequestEntityTooLarge)
 	if err != nil && !refused {
 		c.failed(srv, err)
 	} else if err == nil {
@@ -455,11 +455,16 @@ func (c *Client) flush() {
 		return
 	}
 	wait := c.cfg.FlushInterval
-	if err != nil && !refused {
+	switch {
+	case err != nil && !refused:
 		wait = c.backoff()
+	case len(c.pending) >= c.cfg.FlushSize:
+		wait = 0
 	}
 	c.flushTimer = time.AfterFunc(wait, c.flush)
 }
 
-// maxUpdatesPerRequest is the servers' cap on one report batch.
-const maxUpdatesPerRequest = 1000
+// maxUpdatesPerRequest keeps one report batch well under the servers'
+// caps (1,000 updates, a 1 MiB body: a report with full task states is a
+// few KiB).
+const maxUpdatesPerRequest = 250
