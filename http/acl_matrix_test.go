@@ -25,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
@@ -59,8 +58,10 @@ const (
 	tokenDenyFmt     = "Permission denied: token with AccessorID '%s' lacks permission '%s'"
 	bootstrapHint    = " The ACL system has no management token yet: run `ctlplane acl bootstrap` (PUT /v1/acl/bootstrap) once to create one, or start the agents with -acl-initial-management-token=SECRET."
 	aclNotFound      = "ACL not found"
-	aclDisabled      = "ACL support disabled"
-	resetIndexFmt    = "Permission denied: ACL bootstrap no longer allowed (reset index: %d)"
+	// selfNotFound is upstream's token/self answer to an unknown secret.
+	selfNotFound  = "token does not exist: ACL not found"
+	aclDisabled   = "ACL support disabled"
+	resetIndexFmt = "Permission denied: ACL bootstrap no longer allowed (reset index: %d)"
 )
 
 // anonymousDeny is the 403 text the anonymous token gets on a dev agent,
@@ -90,25 +91,15 @@ func acxStart(t *testing.T, mgmt string, opts ...servertest.Option) *acxServer {
 	return s
 }
 
-// waitACLReady waits until the anonymous token and the initial management
-// token (when there is one) resolve.
-func (s *acxServer) waitACLReady(t *testing.T) {
+// waitACLReady waits until the built-in ACL objects and s's management
+// token resolve (waitACLReady below).
+func (s *acxServer) waitACLReady(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		anon := s.Do(t, "GET", "/v1/acl/token/self", "")
-		ok := anon.Status == 200
-		if ok && s.mgmt != "" {
-			ok = s.Do(t, "GET", "/v1/acl/token/self", "", "X-Service-Token", s.mgmt).Status == 200
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ACL system did not become ready: anonymous token/self %s", anon)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var secrets []string
+	if s.mgmt != "" {
+		secrets = append(secrets, s.mgmt)
 	}
+	waitACLReady(t, s.TestServer, secrets...)
 }
 
 // as sends a request with secret in X-Service-Token ("" sends no token).
@@ -300,7 +291,7 @@ func (f *acxFixture) expand(t *testing.T, s string) string {
 func acxEndpoints() []acxEndpoint {
 	ok := acxWant{200, ""}
 	okTrue := acxWant{200, "true"}
-	return []acxEndpoint{
+	return append(jobsMatrixRows(), []acxEndpoint{
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},
@@ -388,7 +379,7 @@ func acxEndpoints() []acxEndpoint {
 		// Wrong method and unknown path: answered before any token is looked at.
 		{method: "POST", path: "/v1/acl/policies", need: needNone, ok: acxWant{405, "method POST not allowed"}},
 		{method: "GET", path: "/v1/acl/nothing-here", need: needNone, ok: acxWant{404, "Invalid URL path: not a recognized HTTP API endpoint"}},
-	}
+	}...)
 }
 
 // acxCallers creates the matrix's tokens on s (they are only created with
@@ -471,6 +462,9 @@ func (e *acxEndpoint) want(c *acxCaller, aclsOn bool, resetIndex uint64) acxWant
 			return acxWant{403, "Permission denied"}
 		}
 		return e.ok
+	}
+	if !c.known && e.need == needSelf {
+		return acxWant{403, selfNotFound}
 	}
 	if !c.known {
 		return acxWant{403, aclNotFound}

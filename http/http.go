@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
-	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
@@ -66,7 +65,6 @@ type Handler struct {
 	backend  Backend
 	logger   hclog.Logger
 	router   *mux.Router
-	resolver acl.Resolver
 	services Services
 	// blocked counts the blocking queries waiting now.
 	blocked atomic.Int64
@@ -97,6 +95,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerMetrics()
 	h.registerDeployments()
 	h.registerNodes()
+	h.registerJobs()
 	return h
 }
 
