@@ -291,7 +291,7 @@ func (f *acxFixture) expand(t *testing.T, s string) string {
 func acxEndpoints() []acxEndpoint {
 	ok := acxWant{200, ""}
 	okTrue := acxWant{200, "true"}
-	return []acxEndpoint{
+	return append(jobsMatrixRows(), []acxEndpoint{
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},
@@ -353,6 +353,7 @@ func acxEndpoints() []acxEndpoint {
 		// Operator: operator:read / operator:write. Removal without ?id
 		// passes the check and stops at the missing parameter.
 		{method: "GET", path: "/v1/operator/raft/configuration", need: needOpRead, ok: ok},
+		{method: "GET", path: "/v1/agent/metrics", need: needOpRead, ok: ok},
 		{method: "DELETE", path: "/v1/operator/raft/peer", need: needOpWrite, ok: acxWant{400, "Must specify ?id with the ID of the server to remove"}},
 
 		// Snapshots: management.
@@ -378,7 +379,7 @@ func acxEndpoints() []acxEndpoint {
 		// Wrong method and unknown path: answered before any token is looked at.
 		{method: "POST", path: "/v1/acl/policies", need: needNone, ok: acxWant{405, "method POST not allowed"}},
 		{method: "GET", path: "/v1/acl/nothing-here", need: needNone, ok: acxWant{404, "Invalid URL path: not a recognized HTTP API endpoint"}},
-	}
+	}...)
 }
 
 // acxCallers creates the matrix's tokens on s (they are only created with
