@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,7 +132,7 @@ func TestRaftRefusesPeersWithoutServerCertificate(t *testing.T) {
 			t.Fatal(err)
 		}
 		conf := &tls.Config{RootCAs: certs.Pool(t), Certificates: []tls.Certificate{cert}, ServerName: "server.dc1.ctlplane"}
-		trans := raft.NewNetworkTransport(&dialOnly{conf: conf}, 1, 5*time.Second, io.Discard)
+		trans := raft.NewNetworkTransport(&dialOnly{conf: conf, closed: make(chan struct{})}, 1, 5*time.Second, io.Discard)
 		if err := installEvilSnapshot(trans, target, data); err == nil {
 			t.Errorf("a Raft peer with a %s installed a snapshot", name)
 		}
@@ -154,6 +155,7 @@ func TestRaftRefusesPeersWithoutServerCertificate(t *testing.T) {
 type dialOnly struct {
 	conf   *tls.Config
 	closed chan struct{}
+	once   sync.Once
 }
 
 func (d *dialOnly) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
@@ -161,23 +163,12 @@ func (d *dialOnly) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Con
 }
 
 func (d *dialOnly) Accept() (net.Conn, error) {
-	<-d.done()
+	<-d.closed
 	return nil, net.ErrClosed
 }
 
-func (d *dialOnly) done() chan struct{} {
-	if d.closed == nil {
-		d.closed = make(chan struct{})
-	}
-	return d.closed
-}
-
 func (d *dialOnly) Close() error {
-	select {
-	case <-d.done():
-	default:
-		close(d.done())
-	}
+	d.once.Do(func() { close(d.closed) })
 	return nil
 }
 
