@@ -72,6 +72,9 @@ type Config struct {
 	// SchedulerWorkers is how many evaluations the leader runs at once
 	// (default: the number of CPUs).
 	SchedulerWorkers int
+	// HeartbeatTTL is how long a client node may stay silent before it is
+	// marked down (default 10s).
+	HeartbeatTTL time.Duration
 	// DevNodes is how many simulated client nodes (mock_driver) the agent
 	// runs in its own process; agent -dev runs one.
 	DevNodes int
