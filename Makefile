@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: build dev test bench lint fuzz
+.PHONY: build dev test bench lint fuzz chaos
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ctlplane ./cmd/ctlplane
@@ -19,6 +19,12 @@ test:
 # Every benchmark (scripts/bench.sh): load tool, cluster, failover, snapshots, Go benchmarks.
 bench:
 	scripts/bench.sh
+
+# The linearizability check over many histories (CHAOS_HISTORIES, default
+# 100): prints the anomalies found in consistent mode and in default mode.
+CHAOS_HISTORIES ?= 100
+chaos:
+	CHAOS_HISTORIES=$(CHAOS_HISTORIES) $(GO) test -count=1 -timeout 120m -run 'TestLinearizability' -v ./server/ | grep -E '^(chaos:|--- |ok|FAIL)'
 
 # Every fuzz target for FUZZTIME (default 10s) each.
 fuzz:

@@ -21,6 +21,12 @@ const (
 // Done is the answer of a write that has nothing to report but its success.
 type Done struct{}
 
+// Indexed is the answer of a write that reports only the Raft index it was
+// applied at (the index a client's next blocking read waits past).
+type Indexed struct {
+	Index uint64
+}
+
 // JobRegisterRequest registers a job (a new version when its spec changed)
 // with the evaluation that goes with it. Deregistering without purge is a
 // registration with Stop set.
@@ -82,11 +88,11 @@ var (
 	JobRegister = define(JobRegisterType, "job register", func(s *state.Store, idx uint64, r *JobRegisterRequest) (*state.JobRegisterResult, error) {
 		return s.JobRegister(idx, r.Job, r.Eval)
 	})
-	JobPurge = define(JobPurgeType, "job purge", func(s *state.Store, idx uint64, r *JobPurgeRequest) (Done, error) {
-		return Done{}, s.JobPurge(idx, r.Namespace, r.JobID, r.Eval)
+	JobPurge = define(JobPurgeType, "job purge", func(s *state.Store, idx uint64, r *JobPurgeRequest) (Indexed, error) {
+		return Indexed{Index: idx}, s.JobPurge(idx, r.Namespace, r.JobID, r.Eval)
 	})
-	JobStable = define(JobStableType, "job stable", func(s *state.Store, idx uint64, r *JobStableRequest) (Done, error) {
-		return Done{}, s.JobSetStable(idx, r.Namespace, r.JobID, r.Version, r.Stable)
+	JobStable = define(JobStableType, "job stable", func(s *state.Store, idx uint64, r *JobStableRequest) (Indexed, error) {
+		return Indexed{Index: idx}, s.JobSetStable(idx, r.Namespace, r.JobID, r.Version, r.Stable)
 	})
 	EvalUpsert = define(EvalUpsertType, "eval upsert", func(s *state.Store, idx uint64, r *EvalUpsertRequest) (Done, error) {
 		return Done{}, s.EvalsUpsert(idx, r.Evals)

@@ -25,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
@@ -45,15 +44,24 @@ const (
 	needBootstrap  = "bootstrap"      // PUT /v1/acl/bootstrap: no token needed, once
 	needLogin      = "login"          // POST /v1/acl/login: no token needed (any sent is ignored)
 	needLogout     = "logout"         // POST /v1/acl/logout: the caller's own token, made by a login
+	needNodeRead   = "node:read"      // nodes read API (Nomad-side: every refusal is "Permission denied")
+	needNodeWrite  = "node:write"     // the client protocol
+	needNSReadJob  = "namespace:read-job"
+	needNomadToken = "nomad:token" // allocation read: checked on the allocation's namespace, so only an unknown secret is refused up front
 )
+
+// nomadNeeds are the needs of the Nomad-side endpoints, refused with one text.
+var nomadNeeds = map[string]bool{needNodeRead: true, needNodeWrite: true, needNSReadJob: true, needNomadToken: true}
 
 const (
 	anonymousDenyFmt = "Permission denied: anonymous token lacks permission '%s'. The anonymous token is used implicitly when a request does not specify a token."
 	tokenDenyFmt     = "Permission denied: token with AccessorID '%s' lacks permission '%s'"
 	bootstrapHint    = " The ACL system has no management token yet: run `ctlplane acl bootstrap` (PUT /v1/acl/bootstrap) once to create one, or start the agents with -acl-initial-management-token=SECRET."
 	aclNotFound      = "ACL not found"
-	aclDisabled      = "ACL support disabled"
-	resetIndexFmt    = "Permission denied: ACL bootstrap no longer allowed (reset index: %d)"
+	// selfNotFound is upstream's token/self answer to an unknown secret.
+	selfNotFound  = "token does not exist: ACL not found"
+	aclDisabled   = "ACL support disabled"
+	resetIndexFmt = "Permission denied: ACL bootstrap no longer allowed (reset index: %d)"
 )
 
 // anonymousDeny is the 403 text the anonymous token gets on a dev agent,
@@ -83,25 +91,15 @@ func acxStart(t *testing.T, mgmt string, opts ...servertest.Option) *acxServer {
 	return s
 }
 
-// waitACLReady waits until the anonymous token and the initial management
-// token (when there is one) resolve.
-func (s *acxServer) waitACLReady(t *testing.T) {
+// waitACLReady waits until the built-in ACL objects and s's management
+// token resolve (waitACLReady below).
+func (s *acxServer) waitACLReady(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		anon := s.Do(t, "GET", "/v1/acl/token/self", "")
-		ok := anon.Status == 200
-		if ok && s.mgmt != "" {
-			ok = s.Do(t, "GET", "/v1/acl/token/self", "", "X-Service-Token", s.mgmt).Status == 200
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ACL system did not become ready: anonymous token/self %s", anon)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var secrets []string
+	if s.mgmt != "" {
+		secrets = append(secrets, s.mgmt)
 	}
+	waitACLReady(t, s.TestServer, secrets...)
 }
 
 // as sends a request with secret in X-Service-Token ("" sends no token).
@@ -293,7 +291,7 @@ func (f *acxFixture) expand(t *testing.T, s string) string {
 func acxEndpoints() []acxEndpoint {
 	ok := acxWant{200, ""}
 	okTrue := acxWant{200, "true"}
-	return []acxEndpoint{
+	return append(jobsMatrixRows(), []acxEndpoint{
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},
@@ -355,16 +353,33 @@ func acxEndpoints() []acxEndpoint {
 		// Operator: operator:read / operator:write. Removal without ?id
 		// passes the check and stops at the missing parameter.
 		{method: "GET", path: "/v1/operator/raft/configuration", need: needOpRead, ok: ok},
+		{method: "GET", path: "/v1/agent/metrics", need: needOpRead, ok: ok},
 		{method: "DELETE", path: "/v1/operator/raft/peer", need: needOpWrite, ok: acxWant{400, "Must specify ?id with the ID of the server to remove"}},
 
 		// Snapshots: management.
 		{method: "GET", path: "/v1/snapshot", need: needManagement, ok: ok, okCT: "application/x-gzip"},
 		{method: "PUT", path: "/v1/snapshot", body: "{snapshot}", need: needManagement, ok: okTrue},
 
+		// Nodes and allocations (design §6b): node:read, namespace read-job;
+		// the client protocol node:write (its rows stop at validation,
+		// which comes after the check).
+		{method: "GET", path: "/v1/nodes", need: needNodeRead, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/node/" + otherID, need: needNodeRead, ok: acxWant{404, "node not found"}},
+		{method: "GET", path: "/v1/node/" + otherID + "/allocations", need: needNodeRead, ok: acxWant{404, "node not found"}},
+		{method: "GET", path: "/v1/allocations", need: needNSReadJob, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/allocation/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNodeWrite, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
+		{method: "POST", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNodeWrite, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
+		{method: "PUT", path: "/v1/client/heartbeat/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/heartbeat/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/allocations/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNodeWrite, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNodeWrite, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
+
 		// Wrong method and unknown path: answered before any token is looked at.
 		{method: "POST", path: "/v1/acl/policies", need: needNone, ok: acxWant{405, "method POST not allowed"}},
 		{method: "GET", path: "/v1/acl/nothing-here", need: needNone, ok: acxWant{404, "Invalid URL path: not a recognized HTTP API endpoint"}},
-	}
+	}...)
 }
 
 // acxCallers creates the matrix's tokens on s (they are only created with
@@ -403,7 +418,7 @@ func acxCallers(t *testing.T, s *acxServer, aclsOn bool) []*acxCaller {
 		callers = append(callers, c)
 	}
 	mgmt := &acxCaller{name: "management", secret: s.mgmt, known: true,
-		perms: perms(needACLRead, needACLWrite, needOpRead, needOpWrite, needManagement)}
+		perms: perms(needACLRead, needACLWrite, needOpRead, needOpWrite, needManagement, needNodeRead, needNodeWrite, needNSReadJob)}
 	if aclsOn {
 		var self state.ACLToken
 		s.must(t, "GET", "/v1/acl/token/self", "").JSON(t, &self)
@@ -441,6 +456,15 @@ func (e *acxEndpoint) want(c *acxCaller, aclsOn bool, resetIndex uint64) acxWant
 		// The initial management token closed bootstrapping; bootstrap
 		// ignores the caller's token entirely.
 		return acxWant{403, fmt.Sprintf(resetIndexFmt, resetIndex)}
+	}
+	if nomadNeeds[e.need] {
+		if !c.known || (e.need != needNomadToken && !c.perms[e.need]) {
+			return acxWant{403, "Permission denied"}
+		}
+		return e.ok
+	}
+	if !c.known && e.need == needSelf {
+		return acxWant{403, selfNotFound}
 	}
 	if !c.known {
 		return acxWant{403, aclNotFound}

@@ -18,7 +18,10 @@ func headerPrefixes(r *http.Request) []string {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/v1/acl/"):
 		return []string{servicePrefix, "X-Consul-"}
-	case strings.HasPrefix(r.URL.Path, "/v1/deployment"), strings.HasPrefix(r.URL.Path, "/v1/job"):
+	case strings.HasPrefix(r.URL.Path, "/v1/deployment"), strings.HasPrefix(r.URL.Path, "/v1/job"),
+		strings.HasPrefix(r.URL.Path, "/v1/evaluation"):
+		return []string{servicePrefix, "X-Nomad-"}
+	case strings.HasPrefix(r.URL.Path, "/v1/node"), strings.HasPrefix(r.URL.Path, "/v1/allocation"):
 		return []string{servicePrefix, "X-Nomad-"}
 	}
 	return []string{servicePrefix}

@@ -326,6 +326,8 @@ type JobRegisterResult struct {
 	Version        uint64
 	// Changed: the spec differed from the latest version, so a new version was made.
 	Changed bool
+	// Index is the Raft index the registration was applied at.
+	Index uint64
 }
 
 // upsertJobTxn registers job at idx: a changed spec (or a new job) becomes a
@@ -379,6 +381,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 	if err != nil {
 		return nil, err
 	}
+	res.Index = idx
 	if eval != nil {
 		e := *eval
 		e.JobModifyIndex = res.JobModifyIndex

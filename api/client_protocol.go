@@ -1,0 +1,84 @@
+package api
+
+import (
+	"context"
+	"net/url"
+	"time"
+)
+
+// NodeRegistration is the body of PUT /v1/client/register: what a client
+// says about its node. An empty ID lets the server pick one (or find the
+// node by Name and Datacenter).
+type NodeRegistration struct {
+	ID         string
+	Name       string
+	Datacenter string
+	HTTPAddr   string
+	Drivers    map[string]*DriverInfo
+	Resources  Resources
+	Attributes map[string]string
+	Meta       map[string]string
+}
+
+// NodeRegisterResponse answers a registration.
+type NodeRegisterResponse struct {
+	NodeID string
+	// HeartbeatTTL (nanoseconds): heartbeat well within it (e.g. at half).
+	HeartbeatTTL time.Duration
+	Index        uint64
+}
+
+// HeartbeatResponse answers a heartbeat.
+type HeartbeatResponse struct {
+	HeartbeatTTL time.Duration
+	Index        uint64
+}
+
+// AllocUpdateRequest is the body of PUT /v1/client/allocations.
+type AllocUpdateRequest struct {
+	NodeID string
+	Allocs []*AllocClientUpdate
+}
+
+// AllocUpdateResponse answers an allocation update.
+type AllocUpdateResponse struct {
+	Index uint64
+}
+
+// RegisterNode registers (or re-registers) a node.
+func (c *Client) RegisterNode(ctx context.Context, node *NodeRegistration) (*NodeRegisterResponse, error) {
+	var out NodeRegisterResponse
+	if err := c.write(ctx, "PUT", "/v1/client/register", node, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Heartbeat tells the servers the node is alive.
+func (c *Client) Heartbeat(ctx context.Context, nodeID string) (*HeartbeatResponse, error) {
+	var out HeartbeatResponse
+	if err := c.write(ctx, "PUT", "/v1/client/heartbeat/"+url.PathEscape(nodeID), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// NodeAllocations lists the node's allocations with their task groups; with
+// q.WaitIndex it blocks until they change.
+func (c *Client) NodeAllocations(ctx context.Context, nodeID string, q *QueryOptions) ([]*ClientAlloc, *QueryMeta, error) {
+	var out []*ClientAlloc
+	meta, err := c.query(ctx, "/v1/client/allocations/"+url.PathEscape(nodeID), q, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, meta, nil
+}
+
+// UpdateAllocations reports the status of some of the node's allocations.
+func (c *Client) UpdateAllocations(ctx context.Context, nodeID string, updates []*AllocClientUpdate) (*AllocUpdateResponse, error) {
+	var out AllocUpdateResponse
+	if err := c.write(ctx, "PUT", "/v1/client/allocations", &AllocUpdateRequest{NodeID: nodeID, Allocs: updates}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,208 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-memdb"
+)
+
+// The client protocol (design §6b): how client nodes register, heartbeat,
+// learn their allocations and report on them. Every call needs a token
+// with node:write.
+
+// Caps on a registration (design §9: inputs are bounded, 400 naming the field).
+const (
+	maxNodeDrivers    = 64
+	maxNodeAttributes = 512
+	maxNodeMeta       = 512
+	maxNodeKeyLen     = 256
+	maxNodeValueLen   = 4096
+)
+
+// errNodeDenied is every refusal of the Nomad-side endpoints (design §7),
+// an unknown secret included.
+var errNodeDenied = &apiError{code: http.StatusForbidden, msg: "Permission denied"}
+
+var errNoNodeService = &apiError{code: http.StatusNotImplemented, msg: "The node service is not available on this server"}
+
+func (h *Handler) registerClientProtocol() {
+	h.handle("/v1/client/register", methods{{http.MethodPut, h.clientRegister}, {http.MethodPost, h.clientRegister}})
+	h.handle("/v1/client/heartbeat/{node_id}", methods{{http.MethodPut, h.clientHeartbeat}, {http.MethodPost, h.clientHeartbeat}})
+	h.handle("/v1/client/allocations/{node_id}", methods{{http.MethodGet, h.clientAllocs}})
+	h.handle("/v1/client/allocations", methods{{http.MethodPut, h.clientUpdateAllocs}, {http.MethodPost, h.clientUpdateAllocs}})
+}
+
+// nodeIdentify is identify with the Nomad-side answer to an unknown secret.
+func (h *Handler) nodeIdentify(r *http.Request) (*identity, error) {
+	id, err := h.identify(r)
+	if err == errACLNotFound {
+		return nil, errNodeDenied
+	}
+	return id, err
+}
+
+// nodeWriter checks that the request may act as a client node.
+func (h *Handler) nodeWriter(r *http.Request) error {
+	id, err := h.nodeIdentify(r)
+	if err != nil {
+		return err
+	}
+	if !id.authz.NodeWrite() {
+		return errNodeDenied
+	}
+	return nil
+}
+
+// nodeService is the node service, checked for once the request is valid.
+func (h *Handler) nodeService() (NodeService, error) {
+	if h.services.Nodes == nil {
+		return nil, errNoNodeService
+	}
+	return h.services.Nodes, nil
+}
+
+// nodeIDVar is the {node_id} path variable, a full UUID.
+func nodeIDVar(r *http.Request) (string, error) {
+	id := mux.Vars(r)["node_id"]
+	if !uuidRE.MatchString(id) {
+		return "", badRequest("Invalid node ID %q: a 36-character UUID is required", id)
+	}
+	return id, nil
+}
+
+func nodeCheckStringMap(field string, m map[string]string, limit int) error {
+	if len(m) > limit {
+		return badRequest("%s has %d entries: at most %d are allowed", field, len(m), limit)
+	}
+	for k, v := range m {
+		if len(k) > maxNodeKeyLen {
+			return badRequest("%s has a key longer than %d bytes", field, maxNodeKeyLen)
+		}
+		if len(v) > maxNodeValueLen {
+			return badRequest("%s[%q] is longer than %d bytes", field, k, maxNodeValueLen)
+		}
+	}
+	return nil
+}
+
+func (h *Handler) clientRegister(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := h.nodeWriter(r); err != nil {
+		return nil, err
+	}
+	var reg api.NodeRegistration
+	if err := decodeBody(r, "Node", &reg); err != nil {
+		return nil, err
+	}
+	if len(reg.Drivers) > maxNodeDrivers {
+		return nil, badRequest("Drivers has %d entries: at most %d are allowed", len(reg.Drivers), maxNodeDrivers)
+	}
+	for name, d := range reg.Drivers {
+		if len(name) > maxNodeKeyLen {
+			return nil, badRequest("Drivers has a name longer than %d bytes", maxNodeKeyLen)
+		}
+		if d == nil {
+			return nil, badRequest("Drivers[%q] is null", name)
+		}
+	}
+	if err := nodeCheckStringMap("Attributes", reg.Attributes, maxNodeAttributes); err != nil {
+		return nil, err
+	}
+	if err := nodeCheckStringMap("Meta", reg.Meta, maxNodeMeta); err != nil {
+		return nil, err
+	}
+	if len(reg.HTTPAddr) > maxNodeKeyLen {
+		return nil, badRequest("HTTPAddr is longer than %d bytes", maxNodeKeyLen)
+	}
+	if reg.Resources.CPU < 0 || reg.Resources.MemoryMB < 0 {
+		return nil, badRequest("Resources must not be negative")
+	}
+	node := &state.Node{
+		ID: reg.ID, Name: reg.Name, Datacenter: reg.Datacenter, HTTPAddr: reg.HTTPAddr,
+		Drivers: reg.Drivers, Resources: reg.Resources, Attributes: reg.Attributes, Meta: reg.Meta,
+	}
+	nodes, err := h.nodeService()
+	if err != nil {
+		return nil, err
+	}
+	nodeID, ttl, index, err := nodes.Register(node)
+	if err != nil {
+		return nil, err
+	}
+	return &api.NodeRegisterResponse{NodeID: nodeID, HeartbeatTTL: ttl, Index: index}, nil
+}
+
+func (h *Handler) clientHeartbeat(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := h.nodeWriter(r); err != nil {
+		return nil, err
+	}
+	nodeID, err := nodeIDVar(r)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := h.nodeService()
+	if err != nil {
+		return nil, err
+	}
+	ttl, index, err := nodes.Heartbeat(nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return &api.HeartbeatResponse{HeartbeatTTL: ttl, Index: index}, nil
+}
+
+func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := h.nodeWriter(r); err != nil {
+		return nil, err
+	}
+	nodeID, err := nodeIDVar(r)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := h.nodeService()
+	if err != nil {
+		return nil, err
+	}
+	var out []*state.ClientAlloc
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, _ *state.Store) (uint64, error) {
+		idx, allocs, err := nodes.AllocsForNode(ws, nodeID)
+		out = allocs
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	if out == nil {
+		out = []*state.ClientAlloc{}
+	}
+	return out, nil
+}
+
+func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := h.nodeWriter(r); err != nil {
+		return nil, err
+	}
+	var req api.AllocUpdateRequest
+	if err := decodeBody(r, "AllocUpdateRequest", &req); err != nil {
+		return nil, err
+	}
+	if !uuidRE.MatchString(req.NodeID) {
+		return nil, badRequest("Invalid NodeID %q: a 36-character UUID is required", req.NodeID)
+	}
+	nodes, err := h.nodeService()
+	if err != nil {
+		return nil, err
+	}
+	index, err := nodes.UpdateAllocs(req.NodeID, req.Allocs)
+	if err != nil {
+		return nil, err
+	}
+	return &api.AllocUpdateResponse{Index: index}, nil
+}

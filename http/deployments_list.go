@@ -1,0 +1,182 @@
+package http
+
+import (
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-bexpr"
+	"github.com/hashicorp/go-memdb"
+)
+
+// deploymentListOptions are the list parameters of GET /v1/deployments.
+type deploymentListOptions struct {
+	namespace string
+	prefix    string
+	perPage   int
+	reverse   bool
+	filter    *bexpr.Evaluator
+	// The next_token: the ID of the first deployment of the page, with its
+	// CreateIndex when the token was given as <CreateIndex>.<ID>.
+	tokenID    string
+	tokenIndex uint64
+	tokenHasIx bool
+}
+
+func parseDeploymentList(r *http.Request) (*deploymentListOptions, error) {
+	q := r.URL.Query()
+	o := &deploymentListOptions{namespace: q.Get("namespace"), reverse: q.Get("reverse") == "true"}
+	if o.namespace == "" {
+		o.namespace = state.DefaultNamespace
+	}
+	if o.namespace != state.AllNamespaces && !namespaceRE.MatchString(o.namespace) {
+		return nil, badRequest("Invalid namespace %q: a namespace name is 1 to 64 letters, digits, '-' or '_'", o.namespace)
+	}
+	if p := q.Get("prefix"); p != "" {
+		hexPart := strings.ReplaceAll(p, "-", "")
+		_, err := hex.DecodeString(hexPart)
+		if err != nil || len(hexPart) > 32 || len(p) > 36 {
+			return nil, badRequest("Invalid prefix %q: a deployment ID prefix must have an even number of hexadecimal characters (0-9a-f), at most 32; hyphens are ignored", p)
+		}
+		o.prefix = p
+	}
+	if v := q.Get("per_page"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 {
+			return nil, badRequest("Expect a non-negative number for `per_page` query string parameter")
+		}
+		o.perPage = int(n)
+	}
+	if tok := q.Get("next_token"); tok != "" {
+		o.tokenID = tok
+		if ix, id, ok := strings.Cut(tok, "."); ok {
+			n, err := strconv.ParseUint(ix, 10, 64)
+			if err != nil || id == "" {
+				return nil, badRequest("Invalid next_token %q: expected a deployment ID or <CreateIndex>.<ID>", tok)
+			}
+			o.tokenID, o.tokenIndex, o.tokenHasIx = id, n, true
+		}
+	}
+	if f := q.Get("filter"); f != "" {
+		ev, err := bexpr.CreateEvaluator(f)
+		if err != nil {
+			return nil, badRequest("failed to read filter expression: %v", err)
+		}
+		o.filter = ev
+	}
+	return o, nil
+}
+
+func (h *Handler) deploymentList(w http.ResponseWriter, r *http.Request) (any, error) {
+	o, err := parseDeploymentList(r)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	ident, err := h.deploymentIdentity(r)
+	if err != nil {
+		return nil, err
+	}
+	if o.namespace != state.AllNamespaces && !ident.authz.NamespaceCapability(o.namespace, acl.CapReadJob) {
+		return nil, errDeploymentDenied
+	}
+	var page []*state.Deployment
+	var next string
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, all, err := s.Deployments(ws, o.namespace, o.prefix)
+		if err != nil {
+			return 0, err
+		}
+		page, next, err = o.paginate(all, ident.authz)
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	if next != "" {
+		for _, prefix := range headerPrefixes(r) {
+			w.Header().Set(prefix+"NextToken", next)
+		}
+	}
+	return page, nil
+}
+
+// paginate walks all (in list order: by CreateIndex then ID, or by ID with a
+// prefix), reversed when asked, from the token on: the filter, then the
+// namespace permission, then the page size. next is the ID of the first
+// deployment of the next page ("" on the last page).
+func (o *deploymentListOptions) paginate(all []*state.Deployment, authz *acl.Authorizer) ([]*state.Deployment, string, error) {
+	if o.reverse {
+		rev := make([]*state.Deployment, len(all))
+		for i, d := range all {
+			rev[len(all)-1-i] = d
+		}
+		all = rev
+	}
+	start := 0
+	if o.tokenID != "" {
+		start = o.tokenStart(all)
+	}
+	out := []*state.Deployment{}
+	for _, d := range all[start:] {
+		if o.filter != nil {
+			ok, err := o.filter.Evaluate(d)
+			if err != nil {
+				return nil, "", badRequest("failed to read result page: %v", err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		if o.namespace == state.AllNamespaces && !authz.NamespaceCapability(d.Namespace, acl.CapReadJob) {
+			continue
+		}
+		if o.perPage > 0 && len(out) == o.perPage {
+			return out, d.ID, nil
+		}
+		out = append(out, d)
+	}
+	return out, "", nil
+}
+
+// tokenStart is the position in all of the first deployment at or after
+// the token (in walking order). A bare ID names a deployment; when it is no
+// longer listed, and the order is by CreateIndex, there is nothing to
+// resume from and the page is empty.
+func (o *deploymentListOptions) tokenStart(all []*state.Deployment) int {
+	before := func(d *state.Deployment) bool {
+		var less, greater bool
+		if o.prefix != "" || !o.tokenHasIx {
+			less, greater = d.ID < o.tokenID, d.ID > o.tokenID
+		}
+		if o.prefix == "" && o.tokenHasIx {
+			less = d.CreateIndex < o.tokenIndex || (d.CreateIndex == o.tokenIndex && d.ID < o.tokenID)
+			greater = d.CreateIndex > o.tokenIndex || (d.CreateIndex == o.tokenIndex && d.ID > o.tokenID)
+		}
+		if o.reverse {
+			return greater
+		}
+		return less
+	}
+	if o.prefix == "" && !o.tokenHasIx {
+		for i, d := range all {
+			if d.ID == o.tokenID {
+				return i
+			}
+		}
+		return len(all)
+	}
+	for i, d := range all {
+		if !before(d) {
+			return i
+		}
+	}
+	return len(all)
+}

@@ -1,0 +1,130 @@
+package http_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ctlplane/ctlplane/server/servertest"
+	"github.com/hashicorp/nomad/api"
+)
+
+// jobsMatrixRows puts the jobs and evaluations routes in the ACL matrix.
+// The matrix's server has no jobs service wired in, so every caller gets
+// 501 before any token is looked at; TestJobACL checks the permissions
+// with the service in place.
+func jobsMatrixRows() []acxEndpoint {
+	off := acxWant{http.StatusNotImplemented, "The jobs API is not served by this agent"}
+	eval := "/v1/evaluation/00000000-0000-0000-0000-000000000000"
+	var rows []acxEndpoint
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/v1/jobs"}, {"PUT", "/v1/jobs"}, {"POST", "/v1/jobs"},
+		{"GET", "/v1/job/web"}, {"PUT", "/v1/job/web"}, {"POST", "/v1/job/web"}, {"DELETE", "/v1/job/web"},
+		{"GET", "/v1/job/web/versions"}, {"GET", "/v1/job/web/deployments"}, {"GET", "/v1/job/web/deployment"},
+		{"GET", "/v1/job/web/allocations"}, {"GET", "/v1/job/web/evaluations"},
+		{"PUT", "/v1/job/web/stable"}, {"POST", "/v1/job/web/stable"},
+		{"PUT", "/v1/job/web/revert"}, {"POST", "/v1/job/web/revert"},
+		{"GET", "/v1/evaluations"}, {"GET", eval}, {"GET", eval + "/allocations"},
+	} {
+		rows = append(rows, acxEndpoint{method: r.method, path: r.path, need: needNone, ok: off})
+	}
+	return rows
+}
+
+// TestJobACL: read-job for reads and submit-job for writes, in the job's
+// namespace; anything else (an unknown secret too) is 403 Permission
+// denied; a list of "*" shows only the readable namespaces.
+func TestJobACL(t *testing.T) {
+	const mgmt = "c0ffee00-0000-4000-8000-000000000001"
+	ts := startJobs(t, servertest.ACL(mgmt))
+	s := &acxServer{TestServer: ts, mgmt: mgmt}
+	s.waitACLReady(t)
+	reader := s.tokenWithRules(t, "reader", `namespace "default" { policy = "read" }`, "").SecretID
+	writer := s.tokenWithRules(t, "writer", `namespace "default" { policy = "write" }`+"\n"+`namespace "team-*" { capabilities = ["read-job"] }`, "").SecretID
+	other := s.tokenWithRules(t, "other", `namespace "other" { policy = "write" }`, "").SecretID
+	scale := s.tokenWithRules(t, "scale", `namespace "default" { policy = "scale" }`, "").SecretID
+
+	reg := mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 1, ""), "X-Nomad-Token", mgmt)
+	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 1, `,"Namespace":"team-a"`), "X-Nomad-Token", mgmt)
+	evalPath := "/v1/evaluation/" + reg.EvalID
+
+	reads := []string{"/v1/job/web", "/v1/job/web/versions", "/v1/job/web/deployments", "/v1/job/web/deployment",
+		"/v1/job/web/allocations", "/v1/job/web/evaluations", "/v1/jobs?namespace=default", "/v1/evaluations?namespace=default",
+		evalPath, evalPath + "/allocations"}
+	writes := []struct{ method, path, body string }{
+		{"PUT", "/v1/jobs", jobBody("web", 2, "")},
+		{"POST", "/v1/job/web", jobBody("web", 3, "")},
+		{"PUT", "/v1/job/web/stable", `{"JobVersion":0,"Stable":true}`},
+		{"PUT", "/v1/job/web/revert", `{"JobVersion":0}`},
+		{"DELETE", "/v1/job/web", ""},
+	}
+	denied := func(secret string) []string {
+		if secret == "" {
+			return nil
+		}
+		return []string{"X-Nomad-Token", secret}
+	}
+	for _, who := range []struct {
+		name, secret string
+		read, write  bool
+	}{
+		{"anonymous", "", false, false},
+		{"unknown secret", "00000000-1111-4222-8333-444444444444", false, false},
+		{"other namespace", other, false, false},
+		{"reader", reader, true, false},
+		{"scale (no read-job)", scale, false, false},
+		{"writer", writer, true, true},
+	} {
+		for _, p := range reads {
+			resp := ts.Do(t, "GET", p, "", denied(who.secret)...)
+			if who.read && resp.Status != 200 || !who.read && (resp.Status != 403 || resp.Body != "Permission denied") {
+				t.Errorf("%s GET %s: %s", who.name, p, resp)
+			}
+		}
+		for _, w := range writes {
+			resp := ts.Do(t, w.method, w.path, w.body, denied(who.secret)...)
+			if who.write && resp.Status != 200 || !who.write && (resp.Status != 403 || resp.Body != "Permission denied") {
+				t.Errorf("%s %s %s: %s", who.name, w.method, w.path, resp)
+			}
+		}
+	}
+
+	// "*" lists only what the token may read: the writer reads default and team-*.
+	list := func(secret, path string) string {
+		resp := ts.Do(t, "GET", path, "", "X-Nomad-Token", secret)
+		if resp.Status != 200 {
+			t.Fatalf("GET %s: %s", path, resp)
+		}
+		return resp.Body
+	}
+	if body := list(reader, "/v1/jobs?namespace=*"); strings.Count(body, `"ID":"web"`) != 1 || !strings.Contains(body, `"Namespace":"default"`) {
+		t.Errorf("reader's * list: %s", body)
+	}
+	if body := list(writer, "/v1/jobs?namespace=*"); strings.Count(body, `"ID":"web"`) != 2 {
+		t.Errorf("writer's * list: %s", body)
+	}
+	if body := list(other, "/v1/jobs?namespace=*"); body != "[]" {
+		t.Errorf("other's * list: %s", body)
+	}
+	if body := list(reader, "/v1/evaluations?namespace=*"); strings.Contains(body, "team-a") || !strings.Contains(body, reg.EvalID) {
+		t.Errorf("reader's * evaluations: %s", body)
+	}
+	// The writer may read team-a but not submit there.
+	expectError(t, ts.Do(t, "PUT", "/v1/jobs", jobBody("web", 5, `,"Namespace":"team-a"`), "X-Nomad-Token", writer), 403, "Permission denied")
+	expectError(t, ts.Do(t, "PUT", "/v1/jobs?namespace=team-a", jobBody("web", 5, ""), "X-Nomad-Token", writer), 403, "Permission denied")
+	if resp := ts.Do(t, "GET", "/v1/job/web?namespace=team-a", "", "X-Nomad-Token", writer); resp.Status != 200 {
+		t.Errorf("writer reading team-a: %s", resp)
+	}
+
+	// The official client with a read-only token: reads work, writes are denied.
+	c := nomadClient(t, ts, reader)
+	if _, _, err := c.Jobs().Info("web", nil); err != nil {
+		t.Errorf("reader Info: %v", err)
+	}
+	if _, _, err := c.Jobs().Register(nomadJob("web", 1), nil); err == nil || err.Error() != "Unexpected response code: 403 (Permission denied)" {
+		t.Errorf("reader Register: %v", err)
+	}
+	if _, _, err := c.Jobs().Info("web", &api.QueryOptions{Namespace: "team-a"}); err == nil {
+		t.Errorf("reader Info in team-a: allowed")
+	}
+}

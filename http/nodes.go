@@ -1,0 +1,234 @@
+package http
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-memdb"
+)
+
+// The read API of nodes and allocations, as Nomad's: node endpoints need
+// node:read, allocation endpoints namespace read-job on the allocation's
+// namespace.
+
+func (h *Handler) registerNodes() {
+	h.handle("/v1/nodes", methods{{http.MethodGet, h.nodeList}})
+	h.handle("/v1/node/{node_id}", methods{{http.MethodGet, h.nodeRead}})
+	h.handle("/v1/node/{node_id}/allocations", methods{{http.MethodGet, h.nodeAllocs}})
+	h.handle("/v1/allocations", methods{{http.MethodGet, h.allocList}})
+	h.handle("/v1/allocation/{alloc_id}", methods{{http.MethodGet, h.allocRead}})
+	h.registerClientProtocol()
+}
+
+// nodeReader checks node:read.
+func (h *Handler) nodeReader(r *http.Request) (*identity, error) {
+	id, err := h.nodeIdentify(r)
+	if err != nil {
+		return nil, err
+	}
+	if !id.authz.NodeRead() {
+		return nil, errNodeDenied
+	}
+	return id, nil
+}
+
+// nodeIDPrefix checks a prefix query parameter: hex digits (hyphens ignored),
+// an even number of them, as for deployments (design §6).
+func nodeIDPrefix(r *http.Request) (string, error) {
+	p := r.URL.Query().Get("prefix")
+	digits := strings.ReplaceAll(p, "-", "")
+	if len(digits)%2 != 0 {
+		return "", badRequest("Invalid prefix %q: it must have an even number of hexadecimal characters", p)
+	}
+	for _, c := range digits {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+			return "", badRequest("Invalid prefix %q: only hexadecimal characters are allowed", p)
+		}
+	}
+	return strings.ToLower(p), nil
+}
+
+func (h *Handler) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
+	if _, err := h.nodeReader(r); err != nil {
+		return nil, err
+	}
+	prefix, err := nodeIDPrefix(r)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	var out []*state.Node
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, nodes, err := s.Nodes(ws)
+		out = out[:0]
+		for _, n := range nodes {
+			if strings.HasPrefix(n.ID, prefix) {
+				out = append(out, n)
+			}
+		}
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	if out == nil {
+		out = []*state.Node{}
+	}
+	return out, nil
+}
+
+func (h *Handler) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	if _, err := h.nodeReader(r); err != nil {
+		return nil, err
+	}
+	nodeID, err := nodeIDVar(r)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	var node *state.Node
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, n, err := s.Node(ws, nodeID)
+		node = n
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	if node == nil {
+		return nil, notFound("node not found")
+	}
+	return node, nil
+}
+
+func (h *Handler) nodeAllocs(w http.ResponseWriter, r *http.Request) (any, error) {
+	id, err := h.nodeReader(r)
+	if err != nil {
+		return nil, err
+	}
+	nodeID, err := nodeIDVar(r)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	var out []*state.Allocation
+	found := false
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		_, n, err := s.Node(ws, nodeID)
+		if err != nil {
+			return 0, err
+		}
+		found = n != nil
+		idx, allocs, err := s.AllocsByNode(ws, nodeID)
+		out = nodeReadableAllocs(id.authz, allocs)
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	if !found {
+		return nil, notFound("node not found")
+	}
+	return out, nil
+}
+
+// nodeReadableAllocs keeps the allocations whose namespace authz may read-job.
+func nodeReadableAllocs(authz *acl.Authorizer, allocs []*state.Allocation) []*state.Allocation {
+	out := make([]*state.Allocation, 0, len(allocs))
+	for _, a := range allocs {
+		if authz.NamespaceCapability(a.Namespace, acl.CapReadJob) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (h *Handler) allocList(w http.ResponseWriter, r *http.Request) (any, error) {
+	id, err := h.nodeIdentify(r)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := resolveNamespace(r, r.URL.Query().Get("namespace"), id, true)
+	if err != nil {
+		return nil, err
+	}
+	if ns != state.AllNamespaces && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
+		return nil, errNodeDenied
+	}
+	prefix, err := nodeIDPrefix(r)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	var out []*state.Allocation
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, allocs, err := s.Allocs(ws, ns)
+		out = nodeReadableAllocs(id.authz, allocs)
+		if prefix != "" {
+			kept := out[:0]
+			for _, a := range out {
+				if strings.HasPrefix(a.ID, prefix) {
+					kept = append(kept, a)
+				}
+			}
+			out = kept
+		}
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, r, meta)
+	return out, nil
+}
+
+func (h *Handler) allocRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	id, err := h.nodeIdentify(r)
+	if err != nil {
+		return nil, err
+	}
+	allocID := mux.Vars(r)["alloc_id"]
+	if !uuidRE.MatchString(allocID) {
+		return nil, badRequest("Invalid allocation ID %q: a 36-character UUID is required", allocID)
+	}
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	var alloc *state.Allocation
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, a, err := s.Alloc(ws, allocID)
+		alloc = a
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if alloc == nil {
+		setMeta(w, r, meta)
+		return nil, notFound("alloc not found")
+	}
+	if !id.authz.NamespaceCapability(alloc.Namespace, acl.CapReadJob) {
+		return nil, errNodeDenied
+	}
+	setMeta(w, r, meta)
+	return alloc, nil
+}

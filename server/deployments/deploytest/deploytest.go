@@ -1,0 +1,302 @@
+// Package deploytest builds deployments the way they really arise, for
+// tests: a real single-node server (servertest), jobs registered through
+// fsm.JobRegister, a client node through fsm.NodeRegister, a scheduler-like
+// plan through fsm.PlanApply that creates the deployment and its
+// allocations, and client health reports through fsm.AllocClientUpdate.
+// It also serves the HTTP API with the deployment service wired in, and
+// has a fake clock.
+package deploytest
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server/deployments"
+	"github.com/ctlplane/ctlplane/server/servertest"
+	"github.com/ctlplane/ctlplane/server/svc"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Clock is a fake clock: Now stands still until Advance moves it, and the
+// channels of After fire when it passes their time.
+type Clock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []waiter
+}
+
+type waiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+// NewClock starts at a fixed time.
+func NewClock() *Clock { return &Clock{now: time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)} }
+
+// Now is the fake time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// After fires once the clock has been advanced by d.
+func (c *Clock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
+	return ch
+}
+
+// Advance moves the clock on and fires what is due.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(c.now) {
+			w.ch <- c.now
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiters = kept
+}
+
+// Fixture is a server with a registered node, the deployment service wired
+// into an HTTP handler at URL, and a fake clock.
+type Fixture struct {
+	T      testing.TB
+	Server *servertest.TestServer
+	Clock  *Clock
+	Deps   svc.Deps
+	Node   *state.Node
+	// URL serves the API with the deployment service (servertest's own
+	// handler has no orchestrator services).
+	URL string
+}
+
+// Start starts a fixture; opts go to servertest.Start (e.g. servertest.ACL).
+func Start(t testing.TB, opts ...servertest.Option) *Fixture {
+	t.Helper()
+	ts := servertest.Start(t, opts...)
+	clock := NewClock()
+	f := &Fixture{T: t, Server: ts, Clock: clock}
+	f.Deps = svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: clock.Now, Logger: hclog.NewNullLogger()}
+	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Deployments: deployments.New(f.Deps)})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	f.Node = &state.Node{
+		ID: uuid.NewString(), Name: "client-1", Datacenter: "dc1",
+		Drivers: map[string]*state.DriverInfo{"mock_driver": {Detected: true, Healthy: true}},
+		Status:  state.NodeStatusReady, SchedulingEligibility: state.NodeSchedulingEligible,
+	}
+	Apply(f, fsm.NodeRegister, &fsm.NodeRegisterRequest{Node: f.Node})
+	return f
+}
+
+// Apply commits a command through the server's Raft and fails the test on
+// error.
+func Apply[Req, Resp any](f *Fixture, c fsm.Command[Req, Resp], req *Req) Resp {
+	f.T.Helper()
+	resp, err := fsm.Apply(f.Server.Server, c, req)
+	if err != nil {
+		f.T.Fatalf("%s: %v", c.Name, err)
+	}
+	return resp
+}
+
+// Group describes a task group of a test job.
+type Group struct {
+	Name             string
+	Count            int
+	Canary           int
+	AutoRevert       bool
+	AutoPromote      bool
+	HealthCheck      string
+	ProgressDeadline time.Duration
+}
+
+// Job is a service job whose groups run the mock driver; meta tells
+// versions apart.
+func Job(ns, id, meta string, groups ...Group) *state.Job {
+	j := &state.Job{
+		Region: "global", Namespace: ns, ID: id, Name: id, Type: state.JobTypeService, Priority: 50,
+		Datacenters: []string{"dc1"}, Meta: map[string]string{"v": meta},
+	}
+	for _, g := range groups {
+		hc := g.HealthCheck
+		if hc == "" {
+			hc = state.UpdateHealthChecks
+		}
+		j.TaskGroups = append(j.TaskGroups, &state.TaskGroup{
+			Name: g.Name, Count: g.Count,
+			Update: &state.UpdateStrategy{
+				MaxParallel: 1, HealthCheck: hc, MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute,
+				ProgressDeadline: g.ProgressDeadline, AutoRevert: g.AutoRevert, AutoPromote: g.AutoPromote, Canary: g.Canary,
+			},
+			Tasks: []*state.Task{{Name: "app", Driver: "mock_driver", Config: map[string]any{"run_for": "1h"}}},
+		})
+	}
+	return j
+}
+
+// RegisterJob registers a job version (as the jobs endpoint would) and
+// returns the stored latest version.
+func (f *Fixture) RegisterJob(job *state.Job) *state.Job {
+	f.T.Helper()
+	Apply(f, fsm.JobRegister, &fsm.JobRegisterRequest{Job: job})
+	_, stored, err := f.Deps.State().Job(nil, job.Namespace, job.ID)
+	if err != nil || stored == nil {
+		f.T.Fatalf("reading job %s back: %v", job.ID, err)
+	}
+	return stored
+}
+
+// SetStable marks a job version stable, as a successful deployment would.
+func (f *Fixture) SetStable(job *state.Job, version uint64) {
+	f.T.Helper()
+	Apply(f, fsm.JobStable, &fsm.JobStableRequest{Namespace: job.Namespace, JobID: job.ID, Version: version, Stable: true})
+}
+
+// Deploy applies the plan a scheduler makes for the current version of
+// job: a running deployment of every group, and its first allocations (the
+// canaries of a canary group, else Count allocations). It returns the
+// deployment and allocations as stored.
+func (f *Fixture) Deploy(job *state.Job) (*state.Deployment, []*state.Allocation) {
+	f.T.Helper()
+	return f.DeployAs(job, uuid.NewString())
+}
+
+// DeployAs is Deploy with a chosen deployment ID.
+func (f *Fixture) DeployAs(job *state.Job, id string) (*state.Deployment, []*state.Allocation) {
+	f.T.Helper()
+	d := &state.Deployment{
+		ID: id, Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version,
+		JobModifyIndex: job.JobModifyIndex, JobSpecModifyIndex: job.JobModifyIndex, JobCreateIndex: job.CreateIndex,
+		TaskGroups: map[string]*state.DeploymentState{},
+		Status:     state.DeploymentStatusRunning, StatusDescription: state.DeploymentStatusDescriptionRunning,
+	}
+	evalID := uuid.NewString()
+	var placements []*state.Allocation
+	canaries, auto := false, true
+	for _, tg := range job.TaskGroups {
+		u := tg.Update
+		d.TaskGroups[tg.Name] = &state.DeploymentState{
+			AutoRevert: u.AutoRevert, AutoPromote: u.AutoPromote, ProgressDeadline: u.ProgressDeadline,
+			DesiredCanaries: u.Canary, DesiredTotal: tg.Count,
+		}
+		n := tg.Count
+		if u.Canary > 0 {
+			n = u.Canary
+			canaries = true
+			auto = auto && u.AutoPromote
+		}
+		for i := range n {
+			a := &state.Allocation{
+				ID: uuid.NewString(), Namespace: job.Namespace, EvalID: evalID,
+				Name: fmt.Sprintf("%s.%s[%d]", job.ID, tg.Name, i), NodeID: f.Node.ID, NodeName: f.Node.Name,
+				JobID: job.ID, JobVersion: job.Version, TaskGroup: tg.Name, DeploymentID: d.ID,
+			}
+			if u.Canary > 0 {
+				a.DeploymentStatus = &state.AllocDeploymentStatus{Canary: true}
+			}
+			placements = append(placements, a)
+		}
+	}
+	if canaries {
+		d.StatusDescription = state.DeploymentStatusDescriptionRunningNeedsPromotion
+		if auto {
+			d.StatusDescription = state.DeploymentStatusDescriptionRunningAutoPromotion
+		}
+	}
+	res := Apply(f, fsm.PlanApply, &fsm.PlanApplyRequest{Plan: &state.Plan{
+		EvalID: evalID, Namespace: job.Namespace, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
+		Placements: placements, Deployment: d, Now: f.Clock.Now().UnixNano(),
+	}})
+	if res.Refused != "" {
+		f.T.Fatalf("plan refused: %s", res.Refused)
+	}
+	_, allocs, err := f.Deps.State().AllocsByDeployment(nil, d.ID)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return f.Deployment(d.ID), allocs
+}
+
+// Health reports allocations running and healthy (or unhealthy) from the
+// client, as its health watcher would, and returns the entry's index.
+func (f *Fixture) Health(healthy bool, allocIDs ...string) uint64 {
+	f.T.Helper()
+	var ups []*state.AllocClientUpdate
+	for _, id := range allocIDs {
+		h := healthy
+		ups = append(ups, &state.AllocClientUpdate{
+			ID: id, ClientStatus: state.AllocClientStatusRunning,
+			TaskStates: map[string]*state.TaskState{"app": {
+				State: state.TaskStateRunning, StartedAt: f.Clock.Now(),
+				Events: []*state.TaskEvent{{Type: state.TaskReceived, Time: f.Clock.Now().UnixNano()}, {Type: state.TaskStarted, Time: f.Clock.Now().UnixNano()}},
+			}},
+			DeploymentStatus: &state.AllocDeploymentStatus{Healthy: &h, Timestamp: f.Clock.Now()},
+		})
+	}
+	Apply(f, fsm.AllocClientUpdate, &fsm.AllocClientUpdateRequest{NodeID: f.Node.ID, Updates: ups, Now: f.Clock.Now().UnixNano()})
+	return f.Deps.State().TableIndex("allocs")
+}
+
+// Deployment reads a deployment back.
+func (f *Fixture) Deployment(id string) *state.Deployment {
+	f.T.Helper()
+	_, d, err := f.Deps.State().Deployment(nil, id)
+	if err != nil || d == nil {
+		f.T.Fatalf("reading deployment %s: %v", id, err)
+	}
+	return d
+}
+
+// Response is a finished HTTP exchange with the fixture's API.
+type Response = servertest.Response
+
+// Do sends a request to the API with the deployment service; headers are
+// name, value pairs.
+func (f *Fixture) Do(method, path, body string, headers ...string) *Response {
+	f.T.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, f.URL+path, rd)
+	if err != nil {
+		f.T.Fatalf("building request: %v", err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.T.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	buf, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.T.Fatalf("reading response: %v", err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: string(buf)}
+}

@@ -1,0 +1,253 @@
+package deployments
+
+import (
+	"context"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/svc"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+)
+
+// Watcher is the deployment watcher, a leader routine. For every active
+// deployment it fails it on unhealthy allocations or a missed progress
+// deadline (with the rollback rule), promotes auto-promoting canaries once
+// they are healthy, and asks the scheduler to go on (an evaluation) when
+// allocations become healthy. It follows the state through memdb watch
+// sets; the only timers are for deadlines and for batching evaluations.
+type Watcher struct {
+	deps svc.Deps
+	ops  *Service
+	// After waits for a duration of the deps.Now clock (progress
+	// deadlines); tests replace it with their fake clock's.
+	After func(time.Duration) <-chan time.Time
+	// EvalBatch is how long the health reports of one job are gathered
+	// into one evaluation.
+	EvalBatch time.Duration
+}
+
+// NewWatcher returns a watcher over deps; run it with Run while this node leads.
+func NewWatcher(deps svc.Deps) *Watcher {
+	if deps.Logger == nil {
+		deps.Logger = hclog.NewNullLogger()
+	}
+	return &Watcher{deps: deps, ops: New(deps), After: time.After, EvalBatch: 100 * time.Millisecond}
+}
+
+// Rules of the watcher, as recorded in a deployment's history.
+const (
+	RuleUnhealthy   = "unhealthy-allocations"
+	RuleDeadline    = "progress-deadline"
+	RuleAutoPromote = "auto-promote"
+	RuleHealthy     = "allocations-healthy"
+)
+
+// retryDelay is when a write that failed without the state changing (a
+// lost Raft round, say) is tried again; a change wakes the watcher sooner.
+const retryDelay = 5 * time.Second
+
+func watcherCause(rule string) state.DeploymentCause {
+	return state.DeploymentCause{Kind: "watcher", Rule: rule}
+}
+
+// Run watches until ctx is cancelled (leadership ended).
+func (w *Watcher) Run(ctx context.Context) {
+	log := w.deps.Logger.Named("deployment_watcher")
+	// Evaluations waiting for their batch to close, by deployment (real time).
+	pending := map[string]time.Time{}
+	for {
+		st := w.deps.State()
+		ws := memdb.NewWatchSet()
+		ws.Add(st.AbandonCh())
+		_, all, err := st.Deployments(ws, state.AllNamespaces, "")
+		if err != nil {
+			log.Error("listing deployments", "error", err)
+		}
+		now := w.deps.Now()
+		var deadline time.Time
+		for _, d := range all {
+			if !d.Active() {
+				delete(pending, d.ID)
+				continue
+			}
+			if next := w.check(st, d, now, pending, log); !next.IsZero() && (deadline.IsZero() || next.Before(deadline)) {
+				deadline = next
+			}
+		}
+		var batch time.Time
+		for id, at := range pending {
+			if !time.Now().Before(at) {
+				delete(pending, id)
+				if err := w.healthEval(st, id); err != nil {
+					log.Warn("creating evaluation for healthy allocations", "deployment", id, "error", err)
+					pending[id] = time.Now().Add(retryDelay)
+				}
+			} else if batch.IsZero() || at.Before(batch) {
+				batch = at
+			}
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		changed := ws.WatchCh(wctx)
+		var deadlineCh, batchCh <-chan time.Time
+		if !deadline.IsZero() {
+			deadlineCh = w.After(deadline.Sub(now))
+		}
+		if !batch.IsZero() {
+			batchCh = time.After(time.Until(batch))
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-deadlineCh:
+		case <-batchCh:
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+type logger interface {
+	Warn(msg string, args ...any)
+}
+
+// check applies the rules to one active deployment and returns its next
+// progress deadline (zero: none to wait for).
+func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pending map[string]time.Time, log logger) time.Time {
+	if d.Status != state.DeploymentStatusRunning && d.Status != state.DeploymentStatusPaused {
+		return time.Time{}
+	}
+	// Unhealthy allocations fail the deployment at once.
+	unhealthy := map[string]bool{}
+	for name, g := range d.TaskGroups {
+		if g.UnhealthyAllocs > 0 {
+			unhealthy[name] = true
+		}
+	}
+	if len(unhealthy) > 0 {
+		if err := w.fail(st, d, state.DeploymentStatusDescriptionFailedAllocations, unhealthy, RuleUnhealthy); err != nil {
+			log.Warn("failing deployment on unhealthy allocations", "deployment", d.ID, "error", err)
+			return now.Add(retryDelay)
+		}
+		return time.Time{}
+	}
+	if d.Status == state.DeploymentStatusPaused {
+		return time.Time{}
+	}
+	// The progress deadline: the earliest of the groups still short of healthy.
+	var deadline time.Time
+	short := map[string]bool{}
+	for name, g := range d.TaskGroups {
+		if g.RequireProgressBy == nil || !groupShort(g) {
+			continue
+		}
+		short[name] = true
+		if deadline.IsZero() || g.RequireProgressBy.Before(deadline) {
+			deadline = *g.RequireProgressBy
+		}
+	}
+	if !deadline.IsZero() && !now.Before(deadline) {
+		if err := w.fail(st, d, state.DeploymentStatusDescriptionProgressDeadline, short, RuleDeadline); err != nil {
+			log.Warn("failing deployment on its progress deadline", "deployment", d.ID, "error", err)
+			return now.Add(retryDelay)
+		}
+		return time.Time{}
+	}
+	if w.canAutoPromote(st, d) {
+		if _, err := w.ops.promote(st, d, true, nil, watcherCause(RuleAutoPromote)); err != nil {
+			log.Warn("auto-promoting deployment", "deployment", d.ID, "error", err)
+			if retry := now.Add(retryDelay); deadline.IsZero() || retry.Before(deadline) {
+				return retry
+			}
+		}
+		return deadline
+	}
+	if _, ok := pending[d.ID]; !ok && w.newlyHealthy(st, d) {
+		pending[d.ID] = time.Now().Add(w.EvalBatch)
+	}
+	return deadline
+}
+
+// groupShort says whether a group has fewer healthy allocations than it
+// needs now: its canaries while they are not promoted, else its total.
+func groupShort(g *state.DeploymentState) bool {
+	if g.DesiredCanaries > 0 && !g.Promoted {
+		return g.HealthyAllocs < g.DesiredCanaries
+	}
+	return g.HealthyAllocs < g.DesiredTotal
+}
+
+// fail fails the deployment with base and the rollback rule (AutoRevert of
+// the failing groups, and "no stable job version" said when there is none).
+func (w *Watcher) fail(st *state.Store, d *state.Deployment, base string, groups map[string]bool, rule string) error {
+	desc, job, err := rollback(st, d, base, autoRevert(d, groups), true)
+	if err != nil {
+		return err
+	}
+	eval, err := newEval(st, d, w.deps.NowNanos())
+	if err != nil {
+		return err
+	}
+	_, err = w.ops.setStatus(d, state.DeploymentStatusFailed, desc, job, eval, watcherCause(rule))
+	return err
+}
+
+// canAutoPromote: running, every group with canaries auto-promotes, some
+// is not promoted yet, and each has placed its canaries and they are healthy.
+func (w *Watcher) canAutoPromote(st *state.Store, d *state.Deployment) bool {
+	if !d.HasAutoPromote() || !d.RequiresPromotion() {
+		return false
+	}
+	for _, g := range d.TaskGroups {
+		if g.DesiredCanaries > 0 && len(g.PlacedCanaries) < g.DesiredCanaries {
+			return false
+		}
+	}
+	return len(state.PromotionErrors(d, allocLookup(st), true, nil)) == 0
+}
+
+// newlyHealthy says whether an allocation of d became healthy after the
+// job's latest evaluation was created, so the scheduler has not seen it.
+func (w *Watcher) newlyHealthy(st *state.Store, d *state.Deployment) bool {
+	_, allocs, err := st.AllocsByDeployment(nil, d.ID)
+	if err != nil {
+		return false
+	}
+	var healthyAt uint64
+	for _, a := range allocs {
+		if a.DeploymentStatus.IsHealthy() && a.DeploymentStatus.ModifyIndex > healthyAt {
+			healthyAt = a.DeploymentStatus.ModifyIndex
+		}
+	}
+	if healthyAt == 0 {
+		return false
+	}
+	_, evals, err := st.EvalsByJob(nil, d.Namespace, d.JobID)
+	if err != nil {
+		return false
+	}
+	for _, e := range evals {
+		if e.CreateIndex >= healthyAt {
+			return false
+		}
+	}
+	return true
+}
+
+// healthEval writes the batched evaluation of a deployment whose
+// allocations became healthy, if it still needs one.
+func (w *Watcher) healthEval(st *state.Store, id string) error {
+	_, d, err := st.Deployment(nil, id)
+	if err != nil || d == nil || !d.Active() || !w.newlyHealthy(st, d) {
+		return err
+	}
+	eval, err := newEval(st, d, w.deps.NowNanos())
+	if err != nil {
+		return err
+	}
+	_, err = fsm.Apply(w.deps.Raft, fsm.EvalUpsert, &fsm.EvalUpsertRequest{Evals: []*state.Evaluation{eval}})
+	return err
+}

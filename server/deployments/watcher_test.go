@@ -1,0 +1,245 @@
+package deployments_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ctlplane/ctlplane/server/deployments"
+	"github.com/ctlplane/ctlplane/server/deployments/deploytest"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-memdb"
+)
+
+// startWatcher runs a watcher on the fixture's fake clock until the test ends.
+func startWatcher(t *testing.T, f *deploytest.Fixture) {
+	t.Helper()
+	w := deployments.NewWatcher(f.Deps)
+	w.After = f.Clock.After
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("watcher did not stop when its context was cancelled")
+		}
+	})
+}
+
+// waitFor waits (on state changes, not by polling) until cond holds for
+// the current state, failing the test after 5s.
+func waitFor(t *testing.T, f *deploytest.Fixture, what string, cond func(s *state.Store) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		s := f.Deps.State()
+		ws := memdb.NewWatchSet()
+		s.Deployments(ws, state.AllNamespaces, "")
+		s.Evals(ws, state.AllNamespaces)
+		if cond(s) {
+			return
+		}
+		if ws.WatchCtx(ctx) != nil {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// stays checks that cond keeps holding for a while (the watcher did nothing).
+func stays(t *testing.T, f *deploytest.Fixture, what string, cond func(s *state.Store) bool) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+	if !cond(f.Deps.State()) {
+		t.Fatalf("%s no longer holds", what)
+	}
+}
+
+func status(id string, want string) func(s *state.Store) bool {
+	return func(s *state.Store) bool {
+		_, d, _ := s.Deployment(nil, id)
+		return d != nil && d.Status == want
+	}
+}
+
+func watcherEvals(s *state.Store, job string) []*state.Evaluation {
+	_, evals, _ := s.EvalsByJob(nil, "default", job)
+	var out []*state.Evaluation
+	for _, e := range evals {
+		if e.TriggeredBy == state.EvalTriggerDeploymentWatcher {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func expectLastCause(t *testing.T, f *deploytest.Fixture, id, rule string) {
+	t.Helper()
+	_, events, _ := f.Deps.State().DeploymentHistory(nil, id)
+	last := events[len(events)-1]
+	if last.Cause.Kind != "watcher" || last.Cause.Rule != rule {
+		t.Errorf("last history cause: %+v, want watcher %s", last.Cause, rule)
+	}
+}
+
+func TestWatcherProgressDeadline(t *testing.T) {
+	f := deploytest.Start(t)
+	job := f.RegisterJob(deploytest.Job("default", "web", "v0",
+		deploytest.Group{Name: "web", Count: 2, AutoRevert: true, ProgressDeadline: 10 * time.Minute}))
+	d, allocs := f.Deploy(job)
+	startWatcher(t, f)
+	f.Clock.Advance(9 * time.Minute)
+	stays(t, f, "running before the deadline", status(d.ID, state.DeploymentStatusRunning))
+	// Progress pushes the deadline out: healthy at +9m, due at +19m.
+	f.Health(true, allocs[0].ID)
+	f.Clock.Advance(2 * time.Minute)
+	stays(t, f, "running after progress", status(d.ID, state.DeploymentStatusRunning))
+	f.Clock.Advance(8 * time.Minute)
+	waitFor(t, f, "failed on the deadline", status(d.ID, state.DeploymentStatusFailed))
+	got := f.Deployment(d.ID)
+	if got.StatusDescription != "Failed due to progress deadline - no stable job version to auto revert to" {
+		t.Errorf("description %q", got.StatusDescription)
+	}
+	expectLastCause(t, f, d.ID, deployments.RuleDeadline)
+	evals := watcherEvals(f.Deps.State(), "web")
+	if !hasEvalAt(evals, got.ModifyIndex) {
+		t.Errorf("no evaluation written with the failure at %d: %+v", got.ModifyIndex, evals)
+	}
+}
+
+func hasEvalAt(evals []*state.Evaluation, idx uint64) bool {
+	for _, e := range evals {
+		if e.CreateIndex == idx {
+			return true
+		}
+	}
+	return false
+}
+
+// A paused deployment is never failed by its deadline; resuming restarts it.
+func TestWatcherDeadlinePaused(t *testing.T) {
+	f := deploytest.Start(t)
+	job := f.RegisterJob(deploytest.Job("default", "web", "v0", deploytest.Group{Name: "web", Count: 1, ProgressDeadline: time.Minute}))
+	d, _ := f.Deploy(job)
+	ops := deployments.New(f.Deps)
+	if _, err := ops.Pause(d.ID, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	startWatcher(t, f)
+	f.Clock.Advance(time.Hour)
+	stays(t, f, "paused past the deadline", status(d.ID, state.DeploymentStatusPaused))
+	if _, err := ops.Pause(d.ID, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.Clock.Advance(59 * time.Second)
+	stays(t, f, "running before the new deadline", status(d.ID, state.DeploymentStatusRunning))
+	f.Clock.Advance(time.Second)
+	waitFor(t, f, "failed on the new deadline", status(d.ID, state.DeploymentStatusFailed))
+	if got := f.Deployment(d.ID); got.StatusDescription != "Failed due to progress deadline" {
+		t.Errorf("description %q", got.StatusDescription)
+	}
+}
+
+func TestWatcherUnhealthyRollsBack(t *testing.T) {
+	f := deploytest.Start(t)
+	g := deploytest.Group{Name: "web", Count: 2, AutoRevert: true, ProgressDeadline: 10 * time.Minute}
+	v0 := f.RegisterJob(deploytest.Job("default", "web", "v0", g))
+	f.SetStable(v0, 0)
+	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v1", g)))
+	startWatcher(t, f)
+	f.Health(false, allocs[1].ID)
+	waitFor(t, f, "failed on an unhealthy allocation", status(d.ID, state.DeploymentStatusFailed))
+	got := f.Deployment(d.ID)
+	if got.StatusDescription != "Failed due to unhealthy allocations - rolling back to job version 0" {
+		t.Errorf("description %q", got.StatusDescription)
+	}
+	expectLastCause(t, f, d.ID, deployments.RuleUnhealthy)
+	_, job, _ := f.Deps.State().Job(nil, "default", "web")
+	if job.Version != 2 || job.Meta["v"] != "v0" || job.JobModifyIndex != got.ModifyIndex {
+		t.Errorf("job after rollback: version %d meta %v", job.Version, job.Meta)
+	}
+}
+
+func TestWatcherUnhealthyNoRevert(t *testing.T) {
+	f := deploytest.Start(t)
+	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v0", deploytest.Group{Name: "web", Count: 1})))
+	startWatcher(t, f)
+	f.Health(false, allocs[0].ID)
+	waitFor(t, f, "failed", status(d.ID, state.DeploymentStatusFailed))
+	if got := f.Deployment(d.ID); got.StatusDescription != "Failed due to unhealthy allocations" {
+		t.Errorf("description %q", got.StatusDescription)
+	}
+}
+
+func TestWatcherAutoPromote(t *testing.T) {
+	f := deploytest.Start(t)
+	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v0",
+		deploytest.Group{Name: "web", Count: 3, Canary: 2, AutoPromote: true, ProgressDeadline: 10 * time.Minute})))
+	if d.StatusDescription != state.DeploymentStatusDescriptionRunningAutoPromotion {
+		t.Fatalf("description %q", d.StatusDescription)
+	}
+	startWatcher(t, f)
+	f.Health(true, allocs[0].ID)
+	stays(t, f, "unpromoted with one of two canaries healthy", func(s *state.Store) bool {
+		_, got, _ := s.Deployment(nil, d.ID)
+		return !got.TaskGroups["web"].Promoted
+	})
+	f.Health(true, allocs[1].ID)
+	waitFor(t, f, "promoted", func(s *state.Store) bool {
+		_, got, _ := s.Deployment(nil, d.ID)
+		return got.TaskGroups["web"].Promoted
+	})
+	got := f.Deployment(d.ID)
+	if got.Status != state.DeploymentStatusRunning || got.StatusDescription != state.DeploymentStatusDescriptionRunning {
+		t.Errorf("after auto-promote: %q %q", got.Status, got.StatusDescription)
+	}
+	expectLastCause(t, f, d.ID, deployments.RuleAutoPromote)
+	if !hasEvalAt(watcherEvals(f.Deps.State(), "web"), got.ModifyIndex) {
+		t.Error("auto-promotion wrote no evaluation")
+	}
+}
+
+// Without AutoPromote, healthy canaries wait for a person; the watcher only
+// asks the scheduler to look again.
+func TestWatcherNoAutoPromote(t *testing.T) {
+	f := deploytest.Start(t)
+	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v0",
+		deploytest.Group{Name: "web", Count: 3, Canary: 1, ProgressDeadline: 10 * time.Minute})))
+	startWatcher(t, f)
+	f.Health(true, allocs[0].ID)
+	waitFor(t, f, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 1 })
+	if got := f.Deployment(d.ID); got.TaskGroups["web"].Promoted {
+		t.Error("promoted without AutoPromote")
+	}
+}
+
+// Allocations becoming healthy make one batched evaluation per burst.
+func TestWatcherHealthyEval(t *testing.T) {
+	f := deploytest.Start(t)
+	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v0",
+		deploytest.Group{Name: "web", Count: 3, ProgressDeadline: 10 * time.Minute})))
+	startWatcher(t, f)
+	f.Health(true, allocs[0].ID)
+	f.Health(true, allocs[1].ID)
+	waitFor(t, f, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) >= 1 })
+	stays(t, f, "one evaluation for the burst", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 1 })
+	e := watcherEvals(f.Deps.State(), "web")[0]
+	now := f.Clock.Now().UnixNano()
+	if e.DeploymentID != d.ID || e.Status != state.EvalStatusPending || e.Type != "service" || e.Priority != 50 ||
+		e.JobID != "web" || e.Namespace != "default" || e.CreateTime != now {
+		t.Errorf("eval: %+v", e)
+	}
+	hidx := f.Health(true, allocs[2].ID)
+	waitFor(t, f, "a second evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 2 })
+	if es := watcherEvals(f.Deps.State(), "web"); es[0].CreateIndex <= hidx && es[1].CreateIndex <= hidx {
+		t.Errorf("second evaluation not after the health report at %d", hidx)
+	}
+	// Health reported again without a change makes no evaluation.
+	stays(t, f, "no more evaluations", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 2 })
+}

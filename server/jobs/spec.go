@@ -1,0 +1,329 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"time"
+)
+
+// The wire form of a job: Nomad's JSON job format (the api.Job shape of
+// github.com/hashicorp/nomad/api, Go field names, durations in ns). Pointers
+// tell "not given" from "given as zero", which the defaults and the
+// job-to-group update merge depend on.
+//
+// Every field Nomad's structs have is a known field, so that the official
+// client's bodies (full of nulls and zero values) decode. Fields ctlplane
+// does not implement are Unsupported: accepted only when empty. Read-only
+// fields (status, version, indexes) are ReadOnly: accepted and ignored.
+
+// Unsupported holds a field Nomad has and ctlplane does not implement.
+type Unsupported json.RawMessage
+
+// UnmarshalJSON keeps the raw value for the emptiness check.
+func (u *Unsupported) UnmarshalJSON(b []byte) error {
+	*u = append((*u)[:0], b...)
+	return nil
+}
+
+// ReadOnly holds a field the server sets (status, version, indexes): ignored.
+type ReadOnly json.RawMessage
+
+// UnmarshalJSON accepts any value.
+func (r *ReadOnly) UnmarshalJSON(b []byte) error { return nil }
+
+// JobSpec is a job as submitted.
+type JobSpec struct {
+	Region      *string
+	Namespace   *string
+	ID          *string
+	Name        *string
+	Type        *string
+	Priority    *int
+	Datacenters []string
+	Meta        map[string]string
+	Update      *UpdateSpec
+	Multiregion *MultiregionSpec
+	TaskGroups  []*GroupSpec
+	Stop        *bool
+
+	AllAtOnce                Unsupported
+	NodePool                 Unsupported
+	Constraints              Unsupported
+	Affinities               Unsupported
+	Spreads                  Unsupported
+	Periodic                 Unsupported
+	ParameterizedJob         Unsupported
+	Reschedule               Unsupported
+	Migrate                  Unsupported
+	UI                       Unsupported
+	ParentID                 Unsupported
+	Dispatched               Unsupported
+	DispatchIdempotencyToken Unsupported
+	Payload                  Unsupported
+	ConsulNamespace          Unsupported
+	VaultNamespace           Unsupported
+	NomadTokenID             Unsupported
+	// Older clients still send these.
+	VaultToken  Unsupported
+	ConsulToken Unsupported
+
+	Status            ReadOnly
+	StatusDescription ReadOnly
+	Stable            ReadOnly
+	Version           ReadOnly
+	SubmitTime        ReadOnly
+	CreateIndex       ReadOnly
+	ModifyIndex       ReadOnly
+	JobModifyIndex    ReadOnly
+	VersionTag        ReadOnly
+}
+
+// UpdateSpec is an update block; nil fields take the job's or the defaults.
+type UpdateSpec struct {
+	Stagger          *time.Duration
+	MaxParallel      *int
+	HealthCheck      *string
+	MinHealthyTime   *time.Duration
+	HealthyDeadline  *time.Duration
+	ProgressDeadline *time.Duration
+	Canary           *int
+	AutoRevert       *bool
+	AutoPromote      *bool
+}
+
+// MultiregionSpec is a multiregion block.
+type MultiregionSpec struct {
+	Strategy *struct {
+		MaxParallel *int
+		OnFailure   *string
+	}
+	Regions []*struct {
+		Name        string
+		Count       *int
+		Datacenters []string
+		Meta        map[string]string
+		NodePool    Unsupported
+	}
+}
+
+// GroupSpec is a task group as submitted.
+type GroupSpec struct {
+	Name          *string
+	Count         *int
+	Update        *UpdateSpec
+	RestartPolicy *RestartSpec
+	Meta          map[string]string
+	Tasks         []*TaskSpec
+
+	Constraints               Unsupported
+	Affinities                Unsupported
+	Spreads                   Unsupported
+	Volumes                   Unsupported
+	Disconnect                Unsupported
+	ReschedulePolicy          Unsupported
+	EphemeralDisk             Unsupported
+	Migrate                   Unsupported
+	Networks                  Unsupported
+	Services                  Unsupported
+	ShutdownDelay             Unsupported
+	MaxRunDuration            Unsupported
+	StopAfterClientDisconnect Unsupported
+	MaxClientDisconnect       Unsupported
+	Scaling                   Unsupported
+	Consul                    Unsupported
+	PreventRescheduleOnLost   Unsupported
+}
+
+// RestartSpec is a restart block; nil fields take the defaults.
+type RestartSpec struct {
+	Interval        *time.Duration
+	Attempts        *int
+	Delay           *time.Duration
+	Mode            *string
+	RenderTemplates Unsupported
+}
+
+// TaskSpec is a task as submitted.
+type TaskSpec struct {
+	Name        string
+	Driver      string
+	Config      map[string]any
+	Env         map[string]string
+	Meta        map[string]string
+	Resources   *ResourcesSpec
+	KillTimeout *time.Duration
+	KillSignal  string
+
+	User            Unsupported
+	Lifecycle       Unsupported
+	Constraints     Unsupported
+	Affinities      Unsupported
+	Services        Unsupported
+	RestartPolicy   Unsupported
+	LogConfig       Unsupported
+	Artifacts       Unsupported
+	Vault           Unsupported
+	Consul          Unsupported
+	Templates       Unsupported
+	DispatchPayload Unsupported
+	VolumeMounts    Unsupported
+	CSIPluginConfig Unsupported
+	Leader          Unsupported
+	ShutdownDelay   Unsupported
+	Kind            Unsupported
+	ScalingPolicies Unsupported
+	Secrets         Unsupported
+	Identity        Unsupported
+	Identities      Unsupported
+	Actions         Unsupported
+	Schedule        Unsupported
+}
+
+// ResourcesSpec is a task's resources block.
+type ResourcesSpec struct {
+	CPU      *int
+	MemoryMB *int
+
+	Cores       Unsupported
+	MemoryMaxMB Unsupported
+	DiskMB      Unsupported
+	Networks    Unsupported
+	Devices     Unsupported
+	NUMA        Unsupported
+	SecretsMB   Unsupported
+	IOPS        Unsupported
+}
+
+// DecodeSpec decodes a job in Nomad's JSON job format strictly: a key that
+// is not a field of Nomad's job is an error that names it, and so is a
+// field ctlplane does not implement that carries a value.
+func DecodeSpec(raw []byte) (*JobSpec, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil, invalid("Job must be specified")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var spec JobSpec
+	if err := dec.Decode(&spec); err != nil {
+		return nil, invalid("Job decoding failed: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, invalid("Job decoding failed: unexpected data after the JSON object")
+	}
+	if err := checkUnsupported(&spec); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+// checkUnsupported refuses the first unsupported field that carries a value,
+// naming it and where it is.
+func checkUnsupported(spec *JobSpec) error {
+	if f := firstSet(spec); f != "" {
+		return invalid("%s is not supported", f)
+	}
+	if m := spec.Multiregion; m != nil {
+		for _, r := range m.Regions {
+			if r != nil && !isEmptyJSON(r.NodePool) {
+				return invalid("Multiregion.Regions.NodePool is not supported")
+			}
+		}
+	}
+	for gi, g := range spec.TaskGroups {
+		if g == nil {
+			continue
+		}
+		where := groupWhere(gi, g)
+		if f := firstSet(g); f != "" {
+			return invalid("%s is not supported (%s)", f, where)
+		}
+		if g.RestartPolicy != nil && !isEmptyJSON(g.RestartPolicy.RenderTemplates) {
+			return invalid("RestartPolicy.RenderTemplates is not supported (%s)", where)
+		}
+		for ti, t := range g.Tasks {
+			if t == nil {
+				continue
+			}
+			name := t.Name
+			if name == "" {
+				name = fmt.Sprintf("%d", ti+1)
+			}
+			where := fmt.Sprintf("task %q in %s", name, where)
+			if f := firstSet(t); f != "" {
+				return invalid("%s is not supported (%s)", f, where)
+			}
+			if t.Resources != nil {
+				if f := firstSet(t.Resources); f != "" {
+					return invalid("Resources.%s is not supported (%s)", f, where)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func groupWhere(i int, g *GroupSpec) string {
+	if g.Name != nil && *g.Name != "" {
+		return fmt.Sprintf("task group %q", *g.Name)
+	}
+	return fmt.Sprintf("task group %d", i+1)
+}
+
+var unsupportedType = reflect.TypeOf(Unsupported(nil))
+
+// firstSet names the first Unsupported field of the struct *v that is not empty.
+func firstSet(v any) string {
+	rv := reflect.ValueOf(v).Elem()
+	for i := 0; i < rv.NumField(); i++ {
+		if rv.Field(i).Type() != unsupportedType {
+			continue
+		}
+		if !isEmptyJSON(rv.Field(i).Interface().(Unsupported)) {
+			return rv.Type().Field(i).Name
+		}
+	}
+	return ""
+}
+
+// isEmptyJSON: absent, null, false, 0, "", [], or an object whose members
+// are all empty (a client serialises an unset nested struct that way).
+func isEmptyJSON(raw []byte) bool {
+	if len(raw) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return false
+	}
+	return isEmptyValue(v)
+}
+
+func isEmptyValue(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !x
+	case string:
+		return x == ""
+	case json.Number:
+		f, err := x.Float64()
+		return err == nil && f == 0
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		for _, e := range x {
+			if !isEmptyValue(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

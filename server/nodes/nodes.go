@@ -1,0 +1,335 @@
+// Package nodes is the server side of the client protocol: node
+// registration, heartbeats (a leader routine that marks silent nodes down),
+// and the allocation status reports of clients.
+package nodes
+
+import (
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/svc"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-memdb"
+)
+
+// DefaultHeartbeatTTL is how long a node may stay silent before it is down.
+const DefaultHeartbeatTTL = 10 * time.Second
+
+// Config tunes the service.
+type Config struct {
+	// HeartbeatTTL is answered to clients (they beat at half of it); a node
+	// silent for longer is marked down. Default DefaultHeartbeatTTL.
+	HeartbeatTTL time.Duration
+	// Grace is the extra time every ready node gets when this server
+	// becomes leader, since it never heard their heartbeats. Default: the TTL.
+	Grace time.Duration
+}
+
+// Service implements node registration, heartbeats and allocation updates.
+type Service struct {
+	deps  svc.Deps
+	ttl   time.Duration
+	grace time.Duration
+
+	mu sync.Mutex
+	// hb is the heartbeat tracker while this server leads, else nil.
+	hb *heartbeats
+}
+
+// New returns the service.
+func New(deps svc.Deps, cfg Config) *Service {
+	if cfg.HeartbeatTTL <= 0 {
+		cfg.HeartbeatTTL = DefaultHeartbeatTTL
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = cfg.HeartbeatTTL
+	}
+	return &Service{deps: deps, ttl: cfg.HeartbeatTTL, grace: cfg.Grace}
+}
+
+// HeartbeatTTL is the TTL the service answers.
+func (s *Service) HeartbeatTTL() time.Duration { return s.ttl }
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$`)
+
+func invalid(format string, args ...any) error {
+	return &state.Error{Code: state.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
+}
+
+func nodeNotFound(id string) error {
+	return &state.Error{Code: state.ErrNotFound, Msg: fmt.Sprintf("node %s not found", id)}
+}
+
+// Register registers a node, or re-registers it (same ID, or no ID and the
+// same name and datacenter as a known node), and makes it ready. It answers
+// the node's ID, the heartbeat TTL and the Raft index of the write.
+func (s *Service) Register(node *state.Node) (string, time.Duration, uint64, error) {
+	if node == nil {
+		return "", 0, 0, invalid("missing node")
+	}
+	n := *node
+	if n.Name == "" {
+		return "", 0, 0, invalid("Node Name is required")
+	}
+	if !nameRE.MatchString(n.Name) {
+		return "", 0, 0, invalid("Node Name %q is invalid: letters, digits, '.', '_' and '-', at most 128 characters", n.Name)
+	}
+	if n.Datacenter == "" {
+		n.Datacenter = "dc1"
+	}
+	if !nameRE.MatchString(n.Datacenter) {
+		return "", 0, 0, invalid("Node Datacenter %q is invalid: letters, digits, '.', '_' and '-', at most 128 characters", n.Datacenter)
+	}
+	if n.ID != "" && !uuidRE.MatchString(n.ID) {
+		return "", 0, 0, invalid("Node ID %q is invalid: a 36-character UUID is required", n.ID)
+	}
+	store := s.deps.State()
+	var old *state.Node
+	if n.ID != "" {
+		_, existing, err := store.Node(nil, n.ID)
+		if err != nil {
+			return "", 0, 0, err
+		}
+		old = existing
+	} else {
+		_, all, err := store.Nodes(nil)
+		if err != nil {
+			return "", 0, 0, err
+		}
+		for _, e := range all {
+			if e.Name == n.Name && e.Datacenter == n.Datacenter {
+				old = e
+				break
+			}
+		}
+		if old != nil {
+			n.ID = old.ID
+		} else {
+			n.ID = uuid.NewString()
+		}
+	}
+	n.Status = state.NodeStatusReady
+	n.StatusDescription = ""
+	n.SchedulingEligibility = state.NodeSchedulingEligible
+	n.StatusUpdatedAt = s.deps.NowNanos()
+	if old != nil && old.SchedulingEligibility != "" {
+		// Eligibility is an operator's decision; a re-registration keeps it.
+		n.SchedulingEligibility = old.SchedulingEligibility
+	}
+	if _, err := fsm.Apply(s.deps.Raft, fsm.NodeRegister, &fsm.NodeRegisterRequest{Node: &n}); err != nil {
+		return "", 0, 0, err
+	}
+	s.resetTimer(n.ID)
+	return n.ID, s.ttl, s.indexOfNode(n.ID), nil
+}
+
+// indexOfNode is the index the node was last written at (the write just made).
+func (s *Service) indexOfNode(id string) uint64 {
+	_, n, err := s.deps.State().Node(nil, id)
+	if err != nil || n == nil {
+		return s.deps.State().NodesIndex()
+	}
+	return n.ModifyIndex
+}
+
+// Heartbeat records that a node is alive: a down node becomes ready again,
+// and its TTL starts over. It answers the TTL and the nodes table's index.
+func (s *Service) Heartbeat(nodeID string) (time.Duration, uint64, error) {
+	_, n, err := s.deps.State().Node(nil, nodeID)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n == nil {
+		return 0, 0, nodeNotFound(nodeID)
+	}
+	if n.Status != state.NodeStatusReady {
+		req := &fsm.NodeStatusRequest{NodeID: nodeID, Status: state.NodeStatusReady, Now: s.deps.NowNanos()}
+		if _, err := fsm.Apply(s.deps.Raft, fsm.NodeStatus, req); err != nil {
+			return 0, 0, err
+		}
+	}
+	s.resetTimer(nodeID)
+	return s.ttl, s.indexOfNode(nodeID), nil
+}
+
+// Limits on one client report.
+const (
+	MaxAllocUpdates  = 1000
+	MaxTaskStates    = 100
+	MaxTaskEvents    = 200
+	maxDescriptionSz = 1024
+)
+
+var clientStatuses = map[string]bool{
+	state.AllocClientStatusPending: true, state.AllocClientStatusRunning: true,
+	state.AllocClientStatusComplete: true, state.AllocClientStatusFailed: true,
+	state.AllocClientStatusLost: true,
+}
+
+var taskStates = map[string]bool{state.TaskStatePending: true, state.TaskStateRunning: true, state.TaskStateDead: true}
+
+// validUpdate checks one report against the value sets.
+func validUpdate(i int, u *state.AllocClientUpdate) error {
+	if u == nil {
+		return invalid("Allocs[%d] is null", i)
+	}
+	if !uuidRE.MatchString(u.ID) {
+		return invalid("Allocs[%d].ID %q is invalid: a 36-character UUID is required", i, u.ID)
+	}
+	if !clientStatuses[u.ClientStatus] {
+		return invalid("Allocs[%d].ClientStatus %q is invalid: one of pending, running, complete, failed, lost", i, u.ClientStatus)
+	}
+	if len(u.ClientDescription) > maxDescriptionSz {
+		return invalid("Allocs[%d].ClientDescription is longer than %d bytes", i, maxDescriptionSz)
+	}
+	if len(u.TaskStates) > MaxTaskStates {
+		return invalid("Allocs[%d].TaskStates has %d tasks: at most %d are allowed", i, len(u.TaskStates), MaxTaskStates)
+	}
+	for name, ts := range u.TaskStates {
+		if ts == nil {
+			return invalid("Allocs[%d].TaskStates[%q] is null", i, name)
+		}
+		if !taskStates[ts.State] {
+			return invalid("Allocs[%d].TaskStates[%q].State %q is invalid: one of pending, running, dead", i, name, ts.State)
+		}
+		if len(ts.Events) > MaxTaskEvents {
+			return invalid("Allocs[%d].TaskStates[%q].Events has %d events: at most %d are allowed", i, name, len(ts.Events), MaxTaskEvents)
+		}
+		for k, e := range ts.Events {
+			if e == nil {
+				return invalid("Allocs[%d].TaskStates[%q].Events[%d] is null", i, name, k)
+			}
+		}
+	}
+	return nil
+}
+
+// UpdateAllocs applies a batch of a node's allocation reports in one Raft
+// entry, with a pending alloc-failure evaluation for every job one of whose
+// allocations newly failed (or ended while still meant to run), so that the
+// scheduler replaces it. Reports about allocations that are gone or on
+// another node are dropped. It answers the index of the write.
+func (s *Service) UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate) (uint64, error) {
+	if len(updates) > MaxAllocUpdates {
+		return 0, invalid("Allocs has %d updates: at most %d are allowed", len(updates), MaxAllocUpdates)
+	}
+	for i, u := range updates {
+		if err := validUpdate(i, u); err != nil {
+			return 0, err
+		}
+	}
+	store := s.deps.State()
+	_, node, err := store.Node(nil, nodeID)
+	if err != nil {
+		return 0, err
+	}
+	if node == nil {
+		return 0, nodeNotFound(nodeID)
+	}
+	now := s.deps.Now()
+	keep := make([]*state.AllocClientUpdate, 0, len(updates))
+	jobs := map[[2]string]bool{}
+	var evals []*state.Evaluation
+	for _, u := range updates {
+		_, a, err := store.Alloc(nil, u.ID)
+		if err != nil {
+			return 0, err
+		}
+		if a == nil || a.NodeID != nodeID {
+			continue
+		}
+		// The server's verdict "lost" stands: the client only confirms it stopped.
+		if a.ClientStatus == state.AllocClientStatusLost {
+			continue
+		}
+		keep = append(keep, u)
+		if !needsReplacement(a, u.ClientStatus) || jobs[[2]string{a.Namespace, a.JobID}] {
+			continue
+		}
+		_, job, err := store.Job(nil, a.Namespace, a.JobID)
+		if err != nil {
+			return 0, err
+		}
+		if job == nil {
+			continue
+		}
+		jobs[[2]string{a.Namespace, a.JobID}] = true
+		evals = append(evals, newEval(job, state.EvalTriggerRetryFailedAlloc, nodeID, now))
+	}
+	if len(keep) == 0 {
+		return store.AllocsIndex(), nil
+	}
+	req := &fsm.AllocClientUpdateRequest{NodeID: nodeID, Updates: keep, Evals: evals, Now: now.UnixNano()}
+	if _, err := fsm.Apply(s.deps.Raft, fsm.AllocClientUpdate, req); err != nil {
+		return 0, err
+	}
+	return s.writeIndex(evals, keep[0].ID), nil
+}
+
+// writeIndex finds the index of the write just made: an evaluation it
+// created has it exactly; else an allocation it updated (or a later write).
+func (s *Service) writeIndex(evals []*state.Evaluation, allocID string) uint64 {
+	store := s.deps.State()
+	if len(evals) > 0 {
+		if _, e, err := store.Eval(nil, evals[0].ID); err == nil && e != nil {
+			return e.CreateIndex
+		}
+	}
+	if _, a, err := store.Alloc(nil, allocID); err == nil && a != nil {
+		return a.ModifyIndex
+	}
+	return store.AllocsIndex()
+}
+
+// needsReplacement says whether a report newly ends an allocation the
+// scheduler must replace: it failed, or it ended while still meant to run.
+func needsReplacement(a *state.Allocation, status string) bool {
+	if status == a.ClientStatus {
+		return false
+	}
+	switch status {
+	case state.AllocClientStatusFailed:
+		return true
+	case state.AllocClientStatusComplete, state.AllocClientStatusLost:
+		return a.DesiredStatus == state.AllocDesiredStatusRun
+	}
+	return false
+}
+
+// newEval is a pending service evaluation of job.
+func newEval(job *state.Job, trigger, nodeID string, now time.Time) *state.Evaluation {
+	return &state.Evaluation{
+		ID:             uuid.NewString(),
+		Namespace:      job.Namespace,
+		Priority:       job.Priority,
+		Type:           state.JobTypeService,
+		TriggeredBy:    trigger,
+		JobID:          job.ID,
+		JobModifyIndex: job.JobModifyIndex,
+		NodeID:         nodeID,
+		Status:         state.EvalStatusPending,
+		CreateTime:     now.UnixNano(),
+		ModifyTime:     now.UnixNano(),
+	}
+}
+
+// AllocsForNode lists a node's allocations with the task group of their job
+// version, for its client.
+// An unknown node is not found, so that its client registers again.
+func (s *Service) AllocsForNode(ws memdb.WatchSet, nodeID string) (uint64, []*state.ClientAlloc, error) {
+	store := s.deps.State()
+	_, n, err := store.Node(nil, nodeID)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n == nil {
+		return 0, nil, nodeNotFound(nodeID)
+	}
+	return store.ClientAllocs(ws, nodeID)
+}

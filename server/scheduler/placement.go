@@ -1,0 +1,217 @@
+package scheduler
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ctlplane/ctlplane/state"
+)
+
+// nodeInfo is one ready node and what is placed on it, as this plan sees it.
+type nodeInfo struct {
+	node *state.Node
+	used state.Resources
+	// jobAllocs counts the live allocations of the job being scheduled.
+	jobAllocs int
+}
+
+// placer picks nodes for allocations: feasibility (ready, datacenter,
+// drivers, room), then bin-packing. It tracks the plan's own placements and
+// stops so that one plan never overcommits a node.
+type placer struct {
+	nodes []*nodeInfo // ready nodes, by ID
+	byID  map[string]*nodeInfo
+	// feasible caches, per task group, the ready nodes that match its
+	// datacenters and drivers (resources are checked per placement).
+	feasible map[string][]*nodeInfo
+}
+
+// newPlacer indexes the ready nodes and the resources used on them by every
+// live allocation of the cluster.
+func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string) *placer {
+	p := &placer{byID: map[string]*nodeInfo{}, feasible: map[string][]*nodeInfo{}}
+	for _, n := range nodes {
+		if !n.Ready() {
+			continue
+		}
+		ni := &nodeInfo{node: n}
+		p.nodes = append(p.nodes, ni)
+		p.byID[n.ID] = ni
+	}
+	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i].node.ID < p.nodes[j].node.ID })
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		ni := p.byID[a.NodeID]
+		if ni == nil {
+			continue
+		}
+		ni.used.CPU += a.Resources.CPU
+		ni.used.MemoryMB += a.Resources.MemoryMB
+		if a.Namespace == ns && a.JobID == jobID {
+			ni.jobAllocs++
+		}
+	}
+	return p
+}
+
+// release gives back what a stopped allocation used on its node.
+func (p *placer) release(a *state.Allocation) {
+	if ni := p.byID[a.NodeID]; ni != nil {
+		ni.used.CPU -= a.Resources.CPU
+		ni.used.MemoryMB -= a.Resources.MemoryMB
+		ni.jobAllocs--
+	}
+}
+
+// reclaim undoes release (a stop that did not happen after all).
+func (p *placer) reclaim(a *state.Allocation) {
+	if ni := p.byID[a.NodeID]; ni != nil {
+		ni.used.CPU += a.Resources.CPU
+		ni.used.MemoryMB += a.Resources.MemoryMB
+		ni.jobAllocs++
+	}
+}
+
+// candidates lists the ready nodes the group may run on, ignoring room.
+func (p *placer) candidates(job *state.Job, tg *state.TaskGroup) []*nodeInfo {
+	if c, ok := p.feasible[tg.Name]; ok {
+		return c
+	}
+	var out []*nodeInfo
+	for _, ni := range p.nodes {
+		if inDatacenters(job.Datacenters, ni.node.Datacenter) && hasDrivers(ni.node, tg) {
+			out = append(out, ni)
+		}
+	}
+	p.feasible[tg.Name] = out
+	return out
+}
+
+// place picks the node for one allocation of tg and books its resources,
+// or returns nil when no node fits.
+func (p *placer) place(job *state.Job, tg *state.TaskGroup) *nodeInfo {
+	need := tg.Resources()
+	var best *nodeInfo
+	var bestScore float64
+	for _, ni := range p.candidates(job, tg) {
+		score, ok := fitScore(ni, need)
+		if !ok {
+			continue
+		}
+		if best == nil || score < bestScore ||
+			(score == bestScore && (ni.jobAllocs < best.jobAllocs ||
+				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))) {
+			best, bestScore = ni, score
+		}
+	}
+	if best != nil {
+		best.used.CPU += need.CPU
+		best.used.MemoryMB += need.MemoryMB
+		best.jobAllocs++
+	}
+	return best
+}
+
+// fitScore is the node's free share (CPU plus memory, each 0..1; an
+// unlimited dimension counts as wholly free) after placing need on it: the
+// lower, the tighter the fit. ok is false when need does not fit.
+func fitScore(ni *nodeInfo, need state.Resources) (float64, bool) {
+	free := func(capacity, used, want int) (float64, bool) {
+		if capacity <= 0 {
+			return 1, true
+		}
+		left := capacity - used - want
+		if left < 0 {
+			return 0, false
+		}
+		return float64(left) / float64(capacity), true
+	}
+	cpu, ok := free(ni.node.Resources.CPU, ni.used.CPU, need.CPU)
+	if !ok {
+		return 0, false
+	}
+	mem, ok := free(ni.node.Resources.MemoryMB, ni.used.MemoryMB, need.MemoryMB)
+	if !ok {
+		return 0, false
+	}
+	return cpu + mem, true
+}
+
+// inDatacenters matches a node's datacenter against the job's patterns
+// (globs; none at all means anywhere, as Nomad's default ["*"]).
+func inDatacenters(patterns []string, dc string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, pat := range patterns {
+		if ok, err := path.Match(pat, dc); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hasDrivers says whether the node can run every task of the group; "mock"
+// and "mock_driver" name the same test driver.
+func hasDrivers(n *state.Node, tg *state.TaskGroup) bool {
+	for _, t := range tg.Tasks {
+		d := t.Driver
+		if n.HasDriver(d) {
+			continue
+		}
+		switch d {
+		case "mock":
+			d = "mock_driver"
+		case "mock_driver":
+			d = "mock"
+		default:
+			return false
+		}
+		if !n.HasDriver(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// allocName is Nomad's allocation name, <job>.<group>[<index>].
+func allocName(jobID, group string, idx int) string {
+	return fmt.Sprintf("%s.%s[%d]", jobID, group, idx)
+}
+
+// allocIndex reads the index back from an allocation name (-1 when it has none).
+func allocIndex(name string) int {
+	open := strings.LastIndexByte(name, '[')
+	if open < 0 || !strings.HasSuffix(name, "]") {
+		return -1
+	}
+	n, err := strconv.Atoi(name[open+1 : len(name)-1])
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// nameIndex hands out the lowest free allocation indexes of a group.
+type nameIndex struct {
+	used map[int]bool
+	next int
+}
+
+func newNameIndex() *nameIndex { return &nameIndex{used: map[int]bool{}} }
+
+func (n *nameIndex) take(i int) { n.used[i] = true }
+
+// free returns the lowest unused index and takes it.
+func (n *nameIndex) free() int {
+	for n.used[n.next] {
+		n.next++
+	}
+	n.used[n.next] = true
+	return n.next
+}

@@ -1,0 +1,449 @@
+package scheduler
+
+import (
+	"sort"
+
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+)
+
+// Why an allocation is stopped (Nomad's texts).
+const (
+	allocNotNeeded   = "alloc not needed due to job update"
+	allocUpdating    = "alloc is being updated due to job update"
+	allocLost        = "alloc is lost since its node is down"
+	allocRescheduled = "alloc was rescheduled because it failed"
+)
+
+// result is one computed plan and what the evaluation reports about it.
+type result struct {
+	plan *state.Plan
+	// queued counts, per group, the allocations no node could take.
+	queued map[string]int
+	// blocked: something could not be placed for lack of nodes, resources or drivers.
+	blocked      bool
+	deploymentID string
+}
+
+// reconciler computes one plan from one point-in-time state.
+type reconciler struct {
+	snap     *state.Store
+	eval     *state.Evaluation
+	job      *state.Job
+	res      *result
+	placer   *placer
+	nodes    map[string]*state.Node
+	versions map[uint64]*state.Job
+	stopped  map[string]bool
+	// deployment is the current version's deployment (existing or created
+	// by this plan), nil when there is none or it already succeeded.
+	deployment *state.Deployment
+	created    bool
+	// exists: some deployment (of any status) tracks the current version.
+	exists bool
+}
+
+// groupState is one task group's allocations, sorted out.
+type groupState struct {
+	tg       *state.TaskGroup
+	strategy *state.UpdateStrategy
+	dstate   *state.DeploymentState
+	// canaries are the live canaries of the current deployment.
+	canaries []*state.Allocation
+	// counted are the live allocations that count toward Count: current,
+	// inplace and destructive are its parts.
+	counted                       []*state.Allocation
+	current, inplace, destructive []*state.Allocation
+	// donors are dead (failed or lost) allocations awaiting a replacement,
+	// by name index; donorStop says how to stop one when it is replaced.
+	donors    map[int]*state.Allocation
+	donorStop map[string]string
+	// canaryDonors are dead canaries of the current deployment: their
+	// replacements are canaries again.
+	canaryDonors []*state.Allocation
+	missing      int
+	hadRunning   bool
+
+	placed, queued int
+	requireCanary  bool
+}
+
+// compute reconciles the evaluation's job with snap and returns the plan.
+func compute(snap *state.Store, eval *state.Evaluation) (*result, error) {
+	ns, jobID := eval.Namespace, eval.JobID
+	_, job, err := snap.Job(nil, ns, jobID)
+	if err != nil {
+		return nil, err
+	}
+	_, allocs, err := snap.AllocsByJob(nil, ns, jobID)
+	if err != nil {
+		return nil, err
+	}
+	_, deployments, err := snap.DeploymentsByJob(nil, ns, jobID)
+	if err != nil {
+		return nil, err
+	}
+	r := &reconciler{
+		snap: snap, eval: eval, job: job,
+		res:      &result{plan: &state.Plan{EvalID: eval.ID, Namespace: ns, JobID: jobID}, queued: map[string]int{}},
+		versions: map[uint64]*state.Job{},
+		stopped:  map[string]bool{},
+	}
+	if job != nil {
+		r.res.plan.JobModifyIndex = job.JobModifyIndex
+	}
+	if job == nil || job.Stop {
+		r.stopJob(allocs, deployments)
+		return r.res, nil
+	}
+	_, nodes, err := snap.Nodes(nil)
+	if err != nil {
+		return nil, err
+	}
+	_, cluster, err := snap.Allocs(nil, state.AllNamespaces)
+	if err != nil {
+		return nil, err
+	}
+	r.placer = newPlacer(nodes, cluster, ns, jobID)
+	r.nodes = make(map[string]*state.Node, len(nodes))
+	for _, n := range nodes {
+		r.nodes[n.ID] = n
+	}
+	r.pickDeployment(deployments)
+
+	byGroup := map[string][]*state.Allocation{}
+	for _, a := range allocs {
+		if job.LookupTaskGroup(a.TaskGroup) == nil {
+			if a.DesiredStatus == state.AllocDesiredStatusRun {
+				r.stop(a, allocNotNeeded, "")
+			}
+			continue
+		}
+		byGroup[a.TaskGroup] = append(byGroup[a.TaskGroup], a)
+	}
+	groups := make([]*groupState, 0, len(job.TaskGroups))
+	for _, tg := range job.TaskGroups {
+		gs, err := r.classify(tg, byGroup[tg.Name])
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, gs)
+		r.res.queued[tg.Name] = 0
+	}
+	r.createDeployment(groups)
+	for _, gs := range groups {
+		r.reconcileGroup(gs)
+	}
+	r.finishDeployment(groups)
+	if r.deployment != nil {
+		r.res.deploymentID = r.deployment.ID
+	}
+	return r.res, nil
+}
+
+// stopJob stops every allocation of a stopped or purged job and cancels its
+// active deployments.
+func (r *reconciler) stopJob(allocs []*state.Allocation, deployments []*state.Deployment) {
+	for _, a := range allocs {
+		if a.DesiredStatus == state.AllocDesiredStatusRun {
+			r.stop(a, allocNotNeeded, "")
+		}
+	}
+	for _, d := range deployments {
+		if d.Active() {
+			r.cancel(d, state.DeploymentStatusDescriptionStoppedJob)
+		}
+	}
+}
+
+// pickDeployment finds the current version's deployment and cancels every
+// other active one (they track an older version or an older job).
+func (r *reconciler) pickDeployment(deployments []*state.Deployment) {
+	for _, d := range deployments { // newest first
+		current := d.JobVersion == r.job.Version && d.JobCreateIndex == r.job.CreateIndex
+		if current && !r.exists {
+			r.exists = true
+			// A finished one no longer gates anything: later placements
+			// (e.g. a lost allocation's replacement) run untracked.
+			if d.Status != state.DeploymentStatusSuccessful && d.Status != state.DeploymentStatusCancelled {
+				r.deployment = d
+			}
+			continue
+		}
+		if d.Active() {
+			r.cancel(d, state.DeploymentStatusDescriptionNewerJob)
+		}
+	}
+}
+
+func (r *reconciler) cancel(d *state.Deployment, desc string) {
+	r.res.plan.DeploymentUpdates = append(r.res.plan.DeploymentUpdates, &state.DeploymentStatusUpdate{
+		DeploymentID: d.ID, Status: state.DeploymentStatusCancelled, StatusDescription: desc,
+	})
+}
+
+// stop stops an allocation and frees what it used for this plan's placements.
+func (r *reconciler) stop(a *state.Allocation, desc, clientStatus string) {
+	if r.stopped[a.ID] {
+		return
+	}
+	if r.placer != nil && !a.TerminalStatus() {
+		r.placer.release(a)
+	}
+	r.addStop(a, desc, clientStatus)
+}
+
+// addStop records the stop only (its resources were already released).
+func (r *reconciler) addStop(a *state.Allocation, desc, clientStatus string) {
+	r.stopped[a.ID] = true
+	r.res.plan.Stops = append(r.res.plan.Stops, &state.AllocStop{AllocID: a.ID, DesiredDescription: desc, ClientStatus: clientStatus})
+}
+
+// tainted says whether the allocation's node is gone or down (its live
+// allocations are lost).
+func (r *reconciler) tainted(nodeID string) bool {
+	n := r.nodes[nodeID]
+	return n == nil || n.Status == state.NodeStatusDown
+}
+
+// stillFits says whether the allocation's node is still in the job's
+// datacenters and has the group's drivers.
+func (r *reconciler) stillFits(a *state.Allocation, tg *state.TaskGroup) bool {
+	n := r.nodes[a.NodeID]
+	return n != nil && inDatacenters(r.job.Datacenters, n.Datacenter) && hasDrivers(n, tg)
+}
+
+// version returns one stored version of the job (nil when it is gone).
+func (r *reconciler) version(v uint64) (*state.Job, error) {
+	if j, ok := r.versions[v]; ok {
+		return j, nil
+	}
+	_, j, err := r.snap.JobVersion(nil, r.job.Namespace, r.job.ID, v)
+	if err != nil {
+		return nil, err
+	}
+	r.versions[v] = j
+	return j, nil
+}
+
+// updateStrategy is the group's update block, else the job's (Nomad copies
+// the job's into groups that have none).
+func updateStrategy(job *state.Job, tg *state.TaskGroup) *state.UpdateStrategy {
+	if tg.Update != nil {
+		return tg.Update
+	}
+	return job.Update
+}
+
+// byIndex sorts allocations by name index, then ID.
+func byIndex(as []*state.Allocation) {
+	sort.Slice(as, func(i, j int) bool {
+		a, b := allocIndex(as[i].Name), allocIndex(as[j].Name)
+		if a != b {
+			return a < b
+		}
+		return as[i].ID < as[j].ID
+	})
+}
+
+// classify sorts a group's allocations out: dead ones awaiting replacement,
+// lost ones, canaries, and the live ones split into current, in-place and
+// destructive updates; it stops what is not needed any more (canaries of
+// older deployments, allocations a promoted canary replaces, scale-down).
+func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (*groupState, error) {
+	gs := &groupState{tg: tg, strategy: updateStrategy(r.job, tg), donors: map[int]*state.Allocation{}, donorStop: map[string]string{}}
+	if r.deployment != nil {
+		gs.dstate = r.deployment.TaskGroups[tg.Name]
+	}
+	canaryIDs := map[string]bool{}
+	if gs.dstate != nil {
+		for _, id := range gs.dstate.PlacedCanaries {
+			canaryIDs[id] = true
+		}
+	}
+	canaryState := gs.dstate != nil && gs.dstate.DesiredCanaries > 0 && !gs.dstate.Promoted
+
+	var live []*state.Allocation
+	for _, a := range allocs {
+		if a.JobVersion == r.job.Version {
+			gs.hadRunning = true
+		}
+		dead := a.ClientStatus == state.AllocClientStatusFailed || a.ClientStatus == state.AllocClientStatusLost
+		switch {
+		case canaryIDs[a.ID] && a.NextAllocation == "" && (dead || (a.DesiredStatus == state.AllocDesiredStatusRun && r.tainted(a.NodeID))):
+			if a.DesiredStatus == state.AllocDesiredStatusRun {
+				desc, cs := allocRescheduled, ""
+				if a.ClientStatus != state.AllocClientStatusFailed {
+					desc, cs = allocLost, state.AllocClientStatusLost
+				}
+				gs.donorStop[a.ID] = desc
+				if cs != "" && !dead {
+					// On a down node: lost now, whether or not it is replaced.
+					r.stop(a, desc, cs)
+				}
+			}
+			gs.canaryDonors = append(gs.canaryDonors, a)
+			continue
+		case a.DesiredStatus != state.AllocDesiredStatusRun:
+			if dead && a.NextAllocation == "" {
+				gs.addDonor(a, "")
+			}
+			continue
+		case dead:
+			desc := allocRescheduled
+			if a.ClientStatus == state.AllocClientStatusLost {
+				desc = allocLost
+			}
+			gs.addDonor(a, desc)
+			continue
+		case a.ClientStatus == state.AllocClientStatusComplete:
+			// Nomad ignores a completed service allocation: its name is
+			// free again and a new one is placed.
+			continue
+		case r.tainted(a.NodeID):
+			r.stop(a, allocLost, state.AllocClientStatusLost)
+			gs.addDonor(a, "")
+			continue
+		case canaryIDs[a.ID]:
+			gs.canaries = append(gs.canaries, a)
+			continue
+		case a.DeploymentStatus != nil && a.DeploymentStatus.Canary:
+			// A canary of an older deployment is never promoted now.
+			r.stop(a, allocNotNeeded, "")
+			continue
+		}
+		live = append(live, a)
+	}
+
+	// Promoted canaries take over the names of the old allocations they
+	// were placed beside.
+	if gs.dstate != nil && gs.dstate.Promoted && len(gs.canaries) > 0 {
+		names := map[string]bool{}
+		for _, c := range gs.canaries {
+			names[c.Name] = true
+		}
+		kept := live[:0]
+		for _, a := range live {
+			if a.JobVersion != r.job.Version && names[a.Name] {
+				r.stop(a, allocNotNeeded, "")
+				continue
+			}
+			kept = append(kept, a)
+		}
+		live = kept
+	}
+	counted := live
+	if !canaryState {
+		counted = append(counted, gs.canaries...)
+	}
+
+	// Scale down: the highest indexes go first (older versions first on a tie).
+	if excess := len(counted) - tg.Count; excess > 0 {
+		sort.Slice(counted, func(i, j int) bool {
+			a, b := counted[i], counted[j]
+			if ia, ib := allocIndex(a.Name), allocIndex(b.Name); ia != ib {
+				return ia > ib
+			}
+			if ca, cb := a.JobVersion == r.job.Version, b.JobVersion == r.job.Version; ca != cb {
+				return !ca
+			}
+			return a.ID < b.ID
+		})
+		for _, a := range counted[:excess] {
+			r.stop(a, allocNotNeeded, "")
+		}
+		counted = counted[excess:]
+	}
+	byIndex(counted)
+	gs.counted = counted
+	for _, a := range counted {
+		if a.JobVersion == r.job.Version {
+			gs.current = append(gs.current, a)
+			continue
+		}
+		old, err := r.version(a.JobVersion)
+		if err != nil {
+			return nil, err
+		}
+		// An unchanged group is updated in place only where it may still
+		// run (the job's datacenters may have changed), as Nomad checks.
+		if old == nil || state.TaskGroupChanged(old, r.job, tg.Name) || !r.stillFits(a, tg) {
+			gs.destructive = append(gs.destructive, a)
+		} else {
+			gs.inplace = append(gs.inplace, a)
+		}
+	}
+	gs.missing = tg.Count - len(counted)
+	return gs, nil
+}
+
+// addDonor records a dead allocation whose name a replacement takes (the
+// newest one per name); stopDesc, when set, is how it is stopped then.
+func (gs *groupState) addDonor(a *state.Allocation, stopDesc string) {
+	idx := allocIndex(a.Name)
+	if old := gs.donors[idx]; old != nil && old.CreateIndex > a.CreateIndex {
+		return
+	}
+	gs.donors[idx] = a
+	if stopDesc != "" {
+		gs.donorStop[a.ID] = stopDesc
+	}
+}
+
+// createDeployment creates the current version's deployment when a group
+// with an update strategy has something to place or update and no
+// deployment tracks this version yet. One deployment covers every such group.
+func (r *reconciler) createDeployment(groups []*groupState) {
+	if r.exists {
+		return
+	}
+	var d *state.Deployment
+	canaries, auto := false, true
+	for _, gs := range groups {
+		s := gs.strategy
+		updating := len(gs.destructive)+len(gs.inplace) > 0
+		if s.IsEmpty() || gs.tg.Count == 0 || (gs.missing <= 0 && !updating) || (gs.hadRunning && !updating) {
+			continue
+		}
+		if d == nil {
+			d = &state.Deployment{
+				ID:                 uuid.NewString(),
+				Namespace:          r.job.Namespace,
+				JobID:              r.job.ID,
+				JobVersion:         r.job.Version,
+				JobModifyIndex:     r.job.JobModifyIndex,
+				JobSpecModifyIndex: r.job.JobModifyIndex,
+				JobCreateIndex:     r.job.CreateIndex,
+				IsMultiregion:      r.job.Multiregion != nil,
+				TaskGroups:         map[string]*state.DeploymentState{},
+				Status:             state.DeploymentStatusRunning,
+				StatusDescription:  state.DeploymentStatusDescriptionRunning,
+				EvalPriority:       r.job.Priority,
+			}
+		}
+		ds := &state.DeploymentState{
+			AutoRevert:       s.AutoRevert,
+			AutoPromote:      s.AutoPromote,
+			ProgressDeadline: s.ProgressDeadline,
+			DesiredTotal:     gs.tg.Count,
+		}
+		if len(gs.destructive) > 0 && s.Canary > 0 {
+			ds.DesiredCanaries = s.Canary
+			canaries = true
+			auto = auto && s.AutoPromote
+		}
+		d.TaskGroups[gs.tg.Name] = ds
+		gs.dstate = ds
+	}
+	if d == nil {
+		return
+	}
+	if canaries {
+		d.StatusDescription = state.DeploymentStatusDescriptionRunningNeedsPromotion
+		if auto {
+			d.StatusDescription = state.DeploymentStatusDescriptionRunningAutoPromotion
+		}
+	}
+	r.deployment, r.created, r.exists = d, true, true
+	r.res.plan.Deployment = d
+}

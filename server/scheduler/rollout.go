@@ -1,0 +1,252 @@
+package scheduler
+
+import (
+	"math"
+	"sort"
+
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+)
+
+// reconcileGroup turns a sorted-out group into plan entries: in-place
+// updates, canaries, replacements of dead allocations and new ones up to
+// Count, and destructive updates within the rolling-update limit.
+func (r *reconciler) reconcileGroup(gs *groupState) {
+	tracked := r.deployment != nil && gs.dstate != nil
+	depID := ""
+	if tracked {
+		depID = r.deployment.ID
+	}
+	// Nothing is placed for a tracked deployment that is not running
+	// (paused, failed, blocked ...).
+	ready := !tracked || r.deployment.Status == state.DeploymentStatusRunning
+	canaryState := tracked && gs.dstate.DesiredCanaries > 0 && !gs.dstate.Promoted
+
+	for _, a := range gs.inplace {
+		r.res.plan.InPlace = append(r.res.plan.InPlace, &state.AllocInPlace{AllocID: a.ID, JobVersion: r.job.Version, DeploymentID: depID})
+	}
+
+	names := newNameIndex()
+	for _, a := range gs.counted {
+		names.take(allocIndex(a.Name))
+	}
+	for _, a := range gs.canaries {
+		names.take(allocIndex(a.Name))
+	}
+
+	// Canaries come first when the version changed destructively. Once a
+	// deployment wants canaries, it keeps that many until promoted, even if
+	// the allocations they were to replace are gone meanwhile.
+	gs.requireCanary = canaryState && len(gs.canaries) < gs.dstate.DesiredCanaries
+	if gs.requireCanary && ready {
+		n := gs.dstate.DesiredCanaries - len(gs.canaries)
+		// A canary may share its name only with an allocation it is to
+		// replace (a destructive update), so that promotion stops that one.
+		taken := map[int]bool{}
+		for _, group := range [][]*state.Allocation{gs.canaries, gs.current, gs.inplace} {
+			for _, a := range group {
+				taken[allocIndex(a.Name)] = true
+			}
+		}
+		// A dead canary is replaced by a canary under its name.
+		byIndex(gs.canaryDonors)
+		for _, prev := range gs.canaryDonors {
+			if idx := allocIndex(prev.Name); n > 0 && idx >= 0 && !taken[idx] {
+				taken[idx] = true
+				names.take(idx)
+				n--
+				r.placeAlloc(gs, idx, prev, true, depID)
+			}
+		}
+		for _, idx := range canaryIndexes(n, gs.destructive, taken, names) {
+			names.take(idx)
+			r.placeAlloc(gs, idx, nil, true, depID)
+		}
+	}
+
+	limit := r.limit(gs, tracked)
+	if ready {
+		// Every placement, even one no node took, counts against the limit
+		// (Nomad's), so a shortage never turns into more updates.
+		attempted := 0
+		n := gs.missing
+		// Dead allocations are replaced under their own names, lowest first.
+		idxs := make([]int, 0, len(gs.donors))
+		for idx := range gs.donors {
+			idxs = append(idxs, idx)
+		}
+		sort.Ints(idxs)
+		for _, idx := range idxs {
+			if n == 0 {
+				break
+			}
+			if idx < 0 || idx >= gs.tg.Count || names.used[idx] {
+				continue
+			}
+			names.take(idx)
+			n--
+			attempted++
+			r.placeAlloc(gs, idx, gs.donors[idx], false, depID)
+		}
+		// New allocations wait until the canaries are promoted.
+		for ; n > 0 && !canaryState; n-- {
+			attempted++
+			r.placeAlloc(gs, names.free(), nil, false, depID)
+		}
+		limit -= min(attempted, limit)
+		// Failed allocations nothing replaces (the group is full without
+		// them) are stopped, so that they do not linger as runnable.
+		if gs.missing == 0 {
+			for _, idx := range idxs {
+				if prev := gs.donors[idx]; gs.donorStop[prev.ID] != "" {
+					r.stop(prev, allocNotNeeded, "")
+				}
+			}
+		}
+	}
+
+	// Destructive updates: at most limit in flight; the old allocation is
+	// stopped in the same plan as its replacement is placed.
+	if ready && !canaryState {
+		for _, a := range gs.destructive[:min(len(gs.destructive), limit)] {
+			r.placer.release(a)
+			if !r.placeReplacement(gs, a, depID) {
+				r.placer.reclaim(a)
+				continue
+			}
+			r.addStop(a, allocUpdating, "")
+		}
+	}
+}
+
+// limit is how many destructive updates may start now: MaxParallel minus
+// the allocations of the deployment not yet healthy; none while one is
+// unhealthy. Without a deployment there is no limit.
+func (r *reconciler) limit(gs *groupState, tracked bool) int {
+	if !tracked || gs.strategy.IsEmpty() {
+		return math.MaxInt
+	}
+	limit := gs.strategy.MaxParallel
+	for _, a := range gs.counted {
+		if a.DeploymentID != r.deployment.ID {
+			continue
+		}
+		if a.DeploymentStatus.IsUnhealthy() {
+			return 0
+		}
+		if !a.DeploymentStatus.IsHealthy() {
+			limit--
+		}
+	}
+	return max(limit, 0)
+}
+
+// canaryIndexes picks n canary names not in taken: first those of
+// allocations being destructively updated (so the promoted canary takes
+// over the name), then free ones.
+func canaryIndexes(n int, destructive []*state.Allocation, taken map[int]bool, names *nameIndex) []int {
+	var out []int
+	for _, a := range destructive {
+		if len(out) == n {
+			return out
+		}
+		if idx := allocIndex(a.Name); idx >= 0 && !taken[idx] {
+			taken[idx] = true
+			out = append(out, idx)
+		}
+	}
+	for len(out) < n {
+		idx := names.free()
+		if !taken[idx] {
+			out = append(out, idx)
+		}
+	}
+	return out
+}
+
+// placeReplacement places the new version of a destructively updated allocation.
+func (r *reconciler) placeReplacement(gs *groupState, old *state.Allocation, depID string) bool {
+	return r.placeAllocNamed(gs, allocIndex(old.Name), old, false, depID, "")
+}
+
+// placeAlloc places one allocation of the group under index idx; prev, when
+// set, is the dead allocation it replaces (stopped with it when needed).
+func (r *reconciler) placeAlloc(gs *groupState, idx int, prev *state.Allocation, canary bool, depID string) bool {
+	stopDesc := ""
+	if prev != nil {
+		stopDesc = gs.donorStop[prev.ID]
+	}
+	return r.placeAllocNamed(gs, idx, prev, canary, depID, stopDesc)
+}
+
+func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Allocation, canary bool, depID, stopPrev string) bool {
+	ni := r.placer.place(r.job, gs.tg)
+	if ni == nil {
+		gs.queued++
+		r.res.queued[gs.tg.Name]++
+		r.res.blocked = true
+		return false
+	}
+	a := &state.Allocation{
+		ID:            uuid.NewString(),
+		Namespace:     r.job.Namespace,
+		EvalID:        r.eval.ID,
+		Name:          allocName(r.job.ID, gs.tg.Name, idx),
+		NodeID:        ni.node.ID,
+		NodeName:      ni.node.Name,
+		JobID:         r.job.ID,
+		JobVersion:    r.job.Version,
+		TaskGroup:     gs.tg.Name,
+		Resources:     gs.tg.Resources(),
+		DesiredStatus: state.AllocDesiredStatusRun,
+		ClientStatus:  state.AllocClientStatusPending,
+		DeploymentID:  depID,
+	}
+	if prev != nil {
+		a.PreviousAllocation = prev.ID
+		if stopPrev != "" {
+			r.stop(prev, stopPrev, "")
+		}
+	}
+	if canary {
+		a.DeploymentStatus = &state.AllocDeploymentStatus{Canary: true}
+	}
+	r.res.plan.Placements = append(r.res.plan.Placements, a)
+	gs.placed++
+	return true
+}
+
+// complete says whether the group has nothing left to place or update.
+func (gs *groupState) complete() bool {
+	return gs.missing == 0 && len(gs.destructive) == 0 && len(gs.inplace) == 0 &&
+		!gs.requireCanary && gs.placed == 0 && gs.queued == 0
+}
+
+// finishDeployment marks the current deployment successful (blocked for a
+// multiregion job) once every group is done, healthy enough and promoted:
+// Nomad's rule, applied by the scheduler rather than the watcher.
+func (r *reconciler) finishDeployment(groups []*groupState) {
+	d := r.deployment
+	if d == nil || r.created || d.Status != state.DeploymentStatusRunning {
+		return
+	}
+	for _, gs := range groups {
+		if !gs.complete() {
+			return
+		}
+	}
+	for _, ds := range d.TaskGroups {
+		if ds.HealthyAllocs < max(ds.DesiredTotal, ds.DesiredCanaries) || (ds.DesiredCanaries > 0 && !ds.Promoted) {
+			return
+		}
+	}
+	u := &state.DeploymentStatusUpdate{
+		DeploymentID:      d.ID,
+		Status:            state.DeploymentStatusSuccessful,
+		StatusDescription: state.DeploymentStatusDescriptionSuccessful,
+	}
+	if r.job.Multiregion != nil {
+		u.Status, u.StatusDescription = state.DeploymentStatusBlocked, state.DeploymentStatusDescriptionBlocked
+	}
+	r.res.plan.DeploymentUpdates = append(r.res.plan.DeploymentUpdates, u)
+}

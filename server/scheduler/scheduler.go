@@ -1,0 +1,170 @@
+// Package scheduler is ctlplane's service-job scheduler, shaped like Nomad's:
+// it reads one point-in-time state, reconciles one job's allocations with
+// its latest version and its deployment, and submits the result as one plan.
+// It is pure: everything it changes goes through the Planner.
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Planner is what the scheduler writes through (the leader's plan applier
+// and evaluation writer, or a test harness).
+type Planner interface {
+	// SubmitPlan commits the plan through Raft (the leader sets plan.Now). When the state moved on
+	// (result.Refused != ""), it also returns a fresh state to recompute from.
+	SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store, error)
+	UpdateEval(eval *state.Evaluation) error // e.g. mark complete/failed
+	CreateEval(eval *state.Evaluation) error // follow-ups, blocked evals
+}
+
+// Scheduler processes one evaluation.
+type Scheduler interface {
+	Process(eval *state.Evaluation) error
+}
+
+// maxPlanAttempts is how often a refused (stale) plan is recomputed, as Nomad's.
+const maxPlanAttempts = 5
+
+// Evaluation descriptions (Nomad's texts).
+const (
+	descMaxAttempts       = "maximum attempts reached (5)"
+	descBlockedPlacements = "created to place remaining allocations"
+	descBlockedConflicts  = "created due to placement conflicts"
+)
+
+type serviceScheduler struct {
+	logger  hclog.Logger
+	snap    *state.Store
+	planner Planner
+	now     func() time.Time
+}
+
+// NewServiceScheduler returns a scheduler for service jobs that reads snap
+// (a point-in-time store) and writes through planner.
+func NewServiceScheduler(logger hclog.Logger, snap *state.Store, planner Planner, now func() time.Time) Scheduler {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &serviceScheduler{logger: logger.Named("scheduler"), snap: snap, planner: planner, now: now}
+}
+
+// Process computes and submits the evaluation's plan, recomputing from fresh
+// state when the plan is refused as stale, then records the outcome on the
+// evaluation (and a blocked evaluation for what could not be placed).
+func (s *serviceScheduler) Process(eval *state.Evaluation) error {
+	snap := s.snap
+	for attempt := 1; ; attempt++ {
+		res, err := compute(snap, eval)
+		if err != nil {
+			return fmt.Errorf("evaluation %s: %w", eval.ID, err)
+		}
+		if res.plan.IsNoOp() {
+			return s.complete(snap, eval, res)
+		}
+		pr, fresh, err := s.planner.SubmitPlan(res.plan)
+		if err != nil {
+			return fmt.Errorf("evaluation %s: submitting plan: %w", eval.ID, err)
+		}
+		if pr.Refused == "" {
+			return s.complete(snap, eval, res)
+		}
+		s.logger.Debug("plan refused", "eval", eval.ID, "job", eval.JobID, "attempt", attempt, "reason", pr.Refused)
+		if attempt == maxPlanAttempts {
+			return s.failAttempts(eval)
+		}
+		if fresh != nil {
+			snap = fresh
+		}
+	}
+}
+
+// complete marks the evaluation complete with what it could not place, and
+// leaves a blocked evaluation behind when something was short of nodes,
+// resources or drivers (one per job: an existing one is reused).
+func (s *serviceScheduler) complete(snap *state.Store, eval *state.Evaluation, res *result) error {
+	e := *eval
+	e.Status = state.EvalStatusComplete
+	e.StatusDescription = ""
+	e.QueuedAllocations = res.queued
+	e.ModifyTime = s.now().UnixNano()
+	if res.deploymentID != "" {
+		e.DeploymentID = res.deploymentID
+	}
+	if res.blocked {
+		id, err := s.blockedEval(snap, eval, res.queued)
+		if err != nil {
+			return err
+		}
+		e.BlockedEval = id
+	}
+	if err := s.planner.UpdateEval(&e); err != nil {
+		return fmt.Errorf("evaluation %s: marking complete: %w", eval.ID, err)
+	}
+	return nil
+}
+
+// blockedEval returns the job's blocked evaluation, creating it when there
+// is none: the broker re-runs it when the nodes change.
+func (s *serviceScheduler) blockedEval(snap *state.Store, eval *state.Evaluation, queued map[string]int) (string, error) {
+	_, evals, err := snap.EvalsByJob(nil, eval.Namespace, eval.JobID)
+	if err != nil {
+		return "", err
+	}
+	for _, o := range evals {
+		if o.Status == state.EvalStatusBlocked && o.ID != eval.ID {
+			return o.ID, nil
+		}
+	}
+	b := s.followUp(eval, state.EvalTriggerQueuedAllocs, descBlockedPlacements)
+	b.QueuedAllocations = queued
+	if err := s.planner.CreateEval(b); err != nil {
+		return "", fmt.Errorf("evaluation %s: creating blocked evaluation: %w", eval.ID, err)
+	}
+	return b.ID, nil
+}
+
+// failAttempts marks the evaluation failed after too many refused plans,
+// with a blocked evaluation to try again when the cluster changes (Nomad's).
+func (s *serviceScheduler) failAttempts(eval *state.Evaluation) error {
+	b := s.followUp(eval, state.EvalTriggerMaxPlans, descBlockedConflicts)
+	if err := s.planner.CreateEval(b); err != nil {
+		return fmt.Errorf("evaluation %s: creating blocked evaluation: %w", eval.ID, err)
+	}
+	e := *eval
+	e.Status = state.EvalStatusFailed
+	e.StatusDescription = descMaxAttempts
+	e.BlockedEval = b.ID
+	e.ModifyTime = s.now().UnixNano()
+	if err := s.planner.UpdateEval(&e); err != nil {
+		return fmt.Errorf("evaluation %s: marking failed: %w", eval.ID, err)
+	}
+	return nil
+}
+
+func (s *serviceScheduler) followUp(eval *state.Evaluation, trigger, desc string) *state.Evaluation {
+	now := s.now().UnixNano()
+	typ := eval.Type
+	if typ == "" {
+		typ = state.JobTypeService
+	}
+	return &state.Evaluation{
+		ID:                uuid.NewString(),
+		Namespace:         eval.Namespace,
+		Priority:          eval.Priority,
+		Type:              typ,
+		TriggeredBy:       trigger,
+		JobID:             eval.JobID,
+		JobModifyIndex:    eval.JobModifyIndex,
+		Status:            state.EvalStatusBlocked,
+		StatusDescription: desc,
+		PreviousEval:      eval.ID,
+		CreateTime:        now,
+		ModifyTime:        now,
+	}
+}

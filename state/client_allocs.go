@@ -1,0 +1,63 @@
+package state
+
+import (
+	"github.com/hashicorp/go-memdb"
+)
+
+// ClientAlloc is an allocation as its node's client receives it: with the
+// task group of its job version, so that the client knows what to run.
+type ClientAlloc struct {
+	Allocation *Allocation
+	// TaskGroup is the group's definition in the allocation's job version,
+	// its update strategy resolved from the job's when the group has none
+	// (nil when that job version is gone).
+	TaskGroup *TaskGroup
+}
+
+// ClientAllocs lists a node's allocations with their task groups, by ID,
+// read in one transaction. The index is the allocations table's.
+func (s *Store) ClientAllocs(ws memdb.WatchSet, nodeID string) (uint64, []*ClientAlloc, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	allocs, err := listTxn[Allocation](txn, ws, allocsTable, "node", nodeID)
+	if err != nil {
+		return 0, nil, err
+	}
+	type key struct {
+		ns, id  string
+		version uint64
+	}
+	jobs := map[key]*Job{}
+	out := make([]*ClientAlloc, 0, len(allocs))
+	for _, a := range allocs {
+		k := key{a.Namespace, a.JobID, a.JobVersion}
+		job, ok := jobs[k]
+		if !ok {
+			raw, err := txn.First(jobVersionsTable, "id", a.Namespace, a.JobID, a.JobVersion)
+			if err != nil {
+				return 0, nil, err
+			}
+			if raw != nil {
+				job = raw.(*Job)
+			}
+			jobs[k] = job
+		}
+		ca := &ClientAlloc{Allocation: a}
+		if job != nil {
+			if tg := job.LookupTaskGroup(a.TaskGroup); tg != nil {
+				if tg.Update == nil && job.Update != nil {
+					c := *tg
+					c.Update = job.Update
+					tg = &c
+				}
+				ca.TaskGroup = tg
+			}
+		}
+		out = append(out, ca)
+	}
+	return maxIndex(txn, allocsTable), out, nil
+}
+
+// NodesIndex and AllocsIndex are the current max indexes of those tables.
+func (s *Store) NodesIndex() uint64  { return s.TableIndex(nodesTable) }
+func (s *Store) AllocsIndex() uint64 { return s.TableIndex(allocsTable) }
