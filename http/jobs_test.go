@@ -2,12 +2,20 @@ package http_test
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/fsm"
+	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server/deployments/deploytest"
+	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
 )
 
 // TestJobRegister: a new job is version 0 with Nomad's defaults and a
@@ -250,5 +258,61 @@ func TestJobBlockingRead(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("blocked read never answered")
+	}
+}
+
+// TestJobSubresources: a job's deployments (newest first), latest
+// deployment, allocations, and an evaluation's allocations, once the
+// scheduler's plan has placed some (applied here as the scheduler would).
+func TestJobSubresources(t *testing.T) {
+	f := deploytest.Start(t)
+	srv := httptest.NewServer(ctlhttp.New(f.Server.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(f.Deps)}))
+	t.Cleanup(srv.Close)
+	ts := &servertest.TestServer{Agent: f.Server.Agent, Config: f.Server.Config, URL: srv.URL}
+
+	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 2, `,"Datacenters":["dc1"]`))
+	_, job, _ := f.Deps.State().Job(nil, "default", "web")
+	d0, _ := f.Deploy(job)
+	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 3, `,"Datacenters":["dc1"]`))
+	_, job, _ = f.Deps.State().Job(nil, "default", "web")
+	d1, allocs := f.Deploy(job)
+
+	var deps []*state.Deployment
+	ts.Do(t, "GET", "/v1/job/web/deployments", "").JSON(t, &deps)
+	if len(deps) != 2 || deps[0].ID != d1.ID || deps[1].ID != d0.ID {
+		t.Errorf("deployments: %+v", deps)
+	}
+	var latest state.Deployment
+	ts.Do(t, "GET", "/v1/job/web/deployment", "").JSON(t, &latest)
+	if latest.ID != d1.ID || latest.JobVersion != 1 || latest.TaskGroups["web"].DesiredTotal != 3 {
+		t.Errorf("latest deployment: %+v", latest)
+	}
+	var stubs []api.AllocationListStub
+	resp := ts.Do(t, "GET", "/v1/job/web/allocations?all=true", "")
+	resp.JSON(t, &stubs)
+	if len(stubs) != 5 {
+		t.Errorf("allocations: %d, want 5: %s", len(stubs), resp.Body)
+	}
+
+	// The evaluation that placed the last allocations lists them.
+	evalID := allocs[0].EvalID
+	if _, err := fsm.Apply(f.Server.Server, fsm.EvalUpsert, &fsm.EvalUpsertRequest{Evals: []*state.Evaluation{{
+		ID: evalID, Namespace: "default", JobID: "web", Type: "service", Priority: 50, TriggeredBy: state.EvalTriggerJobRegister,
+		Status: state.EvalStatusComplete,
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	c := nomadClient(t, ts, "")
+	got, _, err := c.Evaluations().Allocations(evalID, nil)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("evaluation allocations: %v %d", err, len(got))
+	}
+	jobAllocs, _, err := c.Jobs().Allocations("web", true, nil)
+	if err != nil || len(jobAllocs) != 5 || jobAllocs[0].JobID != "web" {
+		t.Fatalf("client job allocations: %v %+v", err, jobAllocs)
+	}
+	latestDep, _, err := c.Jobs().LatestDeployment("web", nil)
+	if err != nil || latestDep == nil || latestDep.ID != d1.ID {
+		t.Fatalf("client latest deployment: %v %+v", err, latestDep)
 	}
 }
