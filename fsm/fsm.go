@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
+
+	metrics "github.com/armon/go-metrics"
 
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
@@ -54,6 +57,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 		// Skipping it would silently diverge from the servers that know it.
 		panic(fmt.Errorf("failed to apply request: unknown message type %d at index %d", t, l.Index))
 	}
+	defer metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, time.Now(), []metrics.Label{{Name: "type", Value: cmd.name}})
 	resp, err := cmd.apply(f.State(), l.Index, l.Data[1:])
 	if err != nil {
 		// Every server would fail the same way: stop rather than diverge.
@@ -75,6 +79,7 @@ type fsmSnapshot struct {
 // row of every table, then an end record ("", number of rows) so that a
 // stream cut anywhere is detected.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	defer metrics.MeasureSince([]string{"fsm", "persist"}, time.Now())
 	if err := s.write(sink); err != nil {
 		sink.Cancel()
 		return err
@@ -114,6 +119,7 @@ func (s *fsmSnapshot) Release() { s.snap.Close() }
 // nothing.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	defer metrics.MeasureSince([]string{"fsm", "restore"}, time.Now())
 	fresh, err := DecodeSnapshot(rc)
 	if err != nil {
 		return err

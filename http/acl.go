@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -54,7 +57,7 @@ func (h *Handler) identify(r *http.Request) (*identity, error) {
 		return &identity{authz: acl.ManageAll()}, nil
 	}
 	secret := requestToken(r)
-	tok, authz, err := h.resolver.Resolve(h.backend.State(), secret)
+	tok, authz, err := h.services.ACL.Resolve(secret)
 	if errors.Is(err, acl.ErrTokenNotFound) {
 		return nil, errACLNotFound
 	}
@@ -62,6 +65,19 @@ func (h *Handler) identify(r *http.Request) (*identity, error) {
 		return nil, err
 	}
 	return &identity{token: tok, authz: authz, secret: secret}, nil
+}
+
+// ensureACLService builds the ACL service over the backend when the
+// caller gave none (Services.ACL); the ACL register functions call it.
+func (h *Handler) ensureACLService() {
+	if h.services.ACL != nil {
+		return
+	}
+	applier, ok := h.backend.(fsm.Applier)
+	if !ok {
+		panic("http: Services.ACL is nil and the backend cannot apply log entries")
+	}
+	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: applier, Now: time.Now, Logger: h.logger}, h.backend.Datacenter())
 }
 
 // Permissions, named as in the deny texts.

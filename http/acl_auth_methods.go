@@ -4,21 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
-	"regexp"
-	"sync/atomic"
 	"time"
 
-	"github.com/ctlplane/ctlplane/fsm"
-	"github.com/ctlplane/ctlplane/server/authmethod"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
 )
 
 func (h *Handler) registerAuthMethods() {
+	h.ensureACLService()
 	h.handle("/v1/acl/auth-methods", methods{{http.MethodGet, h.authMethodList}})
 	h.handle("/v1/acl/auth-method", methods{{http.MethodPut, h.authMethodWrite}})
 	h.handle("/v1/acl/auth-method/", methods{
@@ -32,17 +29,6 @@ func (h *Handler) registerAuthMethods() {
 		{http.MethodDelete, h.authMethodDelete},
 	})
 }
-
-// authMethodNameRE is upstream's auth method name rule.
-var authMethodNameRE = regexp.MustCompile(`^[A-Za-z0-9\-_]{1,128}$`)
-
-// MaxTokenTTL bounds (upstream's defaults for the token expiration TTL):
-// 0 (no expiry) or between the two. The minimum is lowered by tests only.
-const authMethodMaxTTL = 24 * time.Hour
-
-var authMethodMinTTL atomic.Int64
-
-func init() { authMethodMinTTL.Store(int64(time.Minute)) }
 
 // authMethodTTL is MaxTokenTTL as clients send it: a Go duration string or
 // a number of nanoseconds.
@@ -199,65 +185,13 @@ func (h *Handler) authMethodWrite(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	if req.Name == "" {
-		return nil, badRequest("Invalid Auth Method: no Name is set")
-	}
-	if !authMethodNameRE.MatchString(req.Name) {
-		return nil, badRequest("Invalid Auth Method: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")
-	}
-	if update {
-		_, existing, err := h.backend.State().ACLAuthMethod(memdb.NewWatchSet(), req.Name)
-		if err != nil {
-			return nil, err
-		}
-		if existing == nil || existing.Namespace != ns {
-			return nil, notFound(fmt.Sprintf("cannot find auth method %q", req.Name))
-		}
-		if req.Type == "" {
-			req.Type = existing.Type
-		} else if req.Type != existing.Type {
-			return nil, badRequest("the Type field of an Auth Method is immutable")
-		}
-	}
-	if !authmethod.IsRegisteredType(req.Type) {
-		return nil, badRequest("Invalid Auth Method: Type should be one of: %v", authmethod.Types())
-	}
-	ttl := time.Duration(req.MaxTokenTTL)
-	if minTTL := time.Duration(authMethodMinTTL.Load()); ttl != 0 {
-		if ttl > authMethodMaxTTL {
-			return nil, badRequest("MaxTokenTTL %s cannot be more than %s", ttl, authMethodMaxTTL)
-		} else if ttl < minTTL {
-			return nil, badRequest("MaxTokenTTL %s cannot be less than %s", ttl, minTTL)
-		}
-	}
-	switch req.TokenLocality {
-	case "", "local", "global":
-	default:
-		return nil, badRequest("Invalid Auth Method: TokenLocality should be one of 'local' or 'global'")
-	}
-	if _, err := authmethod.ParseConfig(req.Config); err != nil {
-		return nil, badRequest("Invalid Auth Method: %v", err)
-	}
-	set := fsm.ACLAuthMethodSetRequest{
-		Method: state.ACLAuthMethod{
-			Name:          req.Name,
-			Type:          req.Type,
-			DisplayName:   req.DisplayName,
-			Description:   req.Description,
-			MaxTokenTTL:   ttl,
-			TokenLocality: req.TokenLocality,
-			Config:        req.Config,
-			Namespace:     ns,
-		},
-		Create: !update,
-	}
-	out, err := h.backend.Apply(fsm.ACLAuthMethodSetType, &set)
+	stored, err := h.services.ACL.WriteAuthMethod(update, acl.AuthMethodRequest{
+		Name: req.Name, Type: req.Type, DisplayName: req.DisplayName, Description: req.Description,
+		MaxTokenTTL: time.Duration(req.MaxTokenTTL), TokenLocality: req.TokenLocality, Config: req.Config,
+		Namespace: ns,
+	})
 	if err != nil {
 		return nil, err
-	}
-	stored, ok := out.(*state.ACLAuthMethod)
-	if !ok {
-		return nil, errors.New("unexpected result of the auth method write")
 	}
 	return authMethodOutOf(stored), nil
 }
@@ -272,52 +206,8 @@ func (h *Handler) authMethodDelete(w http.ResponseWriter, r *http.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	errMissing := notFound("Cannot find auth method to delete")
-	_, method, err := h.backend.State().ACLAuthMethod(memdb.NewWatchSet(), name)
-	if err != nil {
-		return nil, err
-	}
-	if method == nil || method.Namespace != ns {
-		return nil, errMissing
-	}
-	_, err = h.backend.Apply(fsm.ACLAuthMethodDeleteType, &fsm.ACLAuthMethodDeleteRequest{Name: method.Name})
-	var se *state.Error
-	if errors.As(err, &se) && se.Code == state.ErrNotFound {
-		return nil, errMissing
-	}
-	if err != nil {
+	if err := h.services.ACL.DeleteAuthMethod(name, ns); err != nil {
 		return nil, err
 	}
 	return true, nil
-}
-
-// checkBindingRuleMethod checks a binding rule's Selector fields and
-// BindName variables against its auth method's identity when that method
-// exists (design §3); a rule may name a method that does not exist yet. An
-// update that omits AuthMethod is checked against the stored rule's method.
-func (h *Handler) checkBindingRuleMethod(methodName, ruleID, ns, selector, bindType, bindName string) error {
-	s := h.backend.State()
-	ws := memdb.NewWatchSet()
-	if methodName == "" && ruleID != "" {
-		_, rule, err := s.BindingRule(ws, ruleID, ns)
-		if err != nil {
-			return err
-		}
-		if rule == nil {
-			return nil // the write itself reports the missing rule
-		}
-		methodName = rule.AuthMethod
-	}
-	_, method, err := s.ACLAuthMethod(ws, methodName)
-	if err != nil || method == nil {
-		return err
-	}
-	cfg, err := authmethod.ParseConfig(method.Config)
-	if err != nil {
-		return fmt.Errorf("auth method validator for %q could not be initialized: %v", method.Name, err)
-	}
-	if err := cfg.ValidateBindingRule(selector, bindType, bindName); err != nil {
-		return badRequest("%s", err.Error())
-	}
-	return nil
 }

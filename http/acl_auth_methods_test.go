@@ -147,7 +147,7 @@ func TestAuthMethodValidation(t *testing.T) {
 		{methodPath, `{"Name":"x","Type":"jwt","MaxTokenTTL":"25h",` + cfg + `}`, 400, "MaxTokenTTL 25h0m0s cannot be more than 24h0m0s"},
 		{methodPath, `{"Name":"x","Type":"jwt","MaxTokenTTL":-1,` + cfg + `}`, 400, "MaxTokenTTL -1ns cannot be less than 1m0s"},
 		{methodPath, `{"Name":"x","Type":"jwt","TokenLocality":"planet",` + cfg + `}`, 400, "Invalid Auth Method: TokenLocality should be one of 'local' or 'global'"},
-		{methodPath, `{"Name":"x","Type":"jwt"}`, 400, `Invalid Auth Method: exactly one of 'JWTValidationPubKeys' or 'JWKSURL' must be set for type "jwt"`},
+		{methodPath, `{"Name":"x","Type":"jwt"}`, 400, `Invalid Auth Method: exactly one of 'JWTValidationPubKeys', 'JWKSURL', or 'OIDCDiscoveryURL' must be set for type "jwt"`},
 		{methodPath, `{"Name":"x","Type":"jwt","Config":{"JWTValidationPubKeys":["junk"]}}`, 400, "Invalid Auth Method: error parsing public key JWTValidationPubKeys[0]: data does not contain any valid RSA, ECDSA, or ED25519 public keys"},
 		{methodPath, `{"Name":"x","Type":"jwt","Config":{"JWKSURL":"https://k.example","Nope":1}}`, 400, "Invalid Auth Method: Config has invalid keys: Nope"},
 		{methodPath, `{"Name":"x","Type":"jwt","Config":{"JWKSURL":"https://k.example","OIDCClientID":"a"}}`, 400, `Invalid Auth Method: 'OIDCClientID' must not be set for type "jwt"`},

@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -51,13 +50,7 @@ type lgServer struct {
 func lgStart(t *testing.T) *lgServer {
 	t.Helper()
 	s := &lgServer{servertest.Start(t, servertest.ACL(lgMgmt))}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Do(t, "GET", methodsPath, "", "X-Service-Token", lgMgmt).Status != 200 {
-		if time.Now().After(deadline) {
-			t.Fatal("the management token never resolved")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitACLReady(t, s.TestServer, lgMgmt)
 	return s
 }
 
@@ -416,7 +409,6 @@ func TestLoginBindings(t *testing.T) {
 	s.addRule(t, "corp", `value.region == "EU/West"`, "node", "edge-${value.team}")
 	missingRole := s.addRule(t, "corp", "", "role", "readers-${value.team}")
 	s.addRule(t, "corp", "", "role", "ops")
-	s.addRule(t, "corp", "", "service", "${value.region}")             // renders an invalid name: "eu/west"
 	s.addRule(t, "corp", "", "service", "${value.team}-${value.name}") // the same service again
 
 	// The role "ops" exists and grants acl:read.
@@ -450,7 +442,7 @@ func TestLoginBindings(t *testing.T) {
 	if !reflect.DeepEqual(ex.Identity, wantIdentity) {
 		t.Errorf("identity:\n got %v\nwant %v", ex.Identity, wantIdentity)
 	}
-	if ex.AuthMethod != "corp" || ex.Namespace != "default" || len(ex.BindingRules) != 7 {
+	if ex.AuthMethod != "corp" || ex.Namespace != "default" || len(ex.BindingRules) != 6 {
 		t.Fatalf("explain: %+v", ex)
 	}
 	verdicts := map[string]string{}
@@ -469,7 +461,6 @@ func TestLoginBindings(t *testing.T) {
 		"edge-${value.team}":          "true|edge-payments|",
 		"readers-${value.team}":       `true|readers-payments|role "readers-payments" does not exist`,
 		"ops":                         "true|ops|",
-		"${value.region}":             `true||bind name invalid: failed to validate bindType "service": invalid bind name: "eu/west"`,
 	}
 	for name, w := range want {
 		if verdicts[name] != w {
@@ -507,9 +498,10 @@ func TestLoginBindings(t *testing.T) {
 	if got := fmt.Sprint(names, len(ex.Token.Roles), len(ex.Token.NodeIdentities)); got != "[core-api never] 1 0" {
 		t.Errorf("explain from identity: services, roles, nodes: %s", got)
 	}
+	// A value that renders an invalid name: login would be refused.
 	ex = s.explain(t, `{"AuthMethod":"corp","Identity":{"value.team":"bad team!"}}`)
-	if ex.LoginStatus != 200 {
-		t.Errorf("explain: %+v", ex)
+	if ex.LoginStatus != 400 || !strings.HasPrefix(ex.LoginError, "cannot compute ") || !strings.Contains(ex.LoginError, "bad team!") || ex.Token != nil {
+		t.Errorf("explain with an invalid rendered name: %+v", ex)
 	}
 	for body, msg := range map[string]string{
 		`{"AuthMethod":"corp","Identity":{"value.nope":"x"}}`:                       `Invalid Identity: unknown identity field "value.nope": the auth method's fields are list.groups, value.name, value.region, value.team`,
@@ -528,18 +520,59 @@ func TestLoginBindings(t *testing.T) {
 	}
 }
 
-// TestLoginMaxTokenTTL: a method's MaxTokenTTL sets the token's expiry;
-// after it the token is refused.
-func TestLoginMaxTokenTTL(t *testing.T) {
-	old := ctlhttp.SetAuthMethodMinTTL(time.Second)
-	t.Cleanup(func() { ctlhttp.SetAuthMethodMinTTL(old) })
+// TestLoginInvalidBindName: a matching rule whose BindName renders to a name
+// its bind type refuses fails the whole login with 400 naming the rendered
+// value, as upstream's does, before anything is written, even when other
+// rules bind; explain says so and shows the rule as skipped with the reason.
+func TestLoginInvalidBindName(t *testing.T) {
 	s := lgStart(t)
+	key := newLgKey(t, jose.ES256)
+	s.mustAdmin(t, "PUT", methodPath, methodBody(t, "corp", "", key))
+	good := s.addRule(t, "corp", "", "service", "web")
+	bad := s.addRule(t, "corp", "", "service", "svc-${value.name}")
+	const msg = `cannot compute "service" bind name for bind target: failed to validate bindType "service": invalid bind name: "svc-web server"`
+
+	bearer := key.sign(t, claims(map[string]any{"sub": "Web Server"}))
+	before := s.State().TableIndex("acl-tokens")
+	resp, ex := s.expectSameVerdict(t, "corp", bearer)
+	expectError(t, resp, 400, msg)
+	if after := s.State().TableIndex("acl-tokens"); after != before {
+		t.Errorf("a refused login wrote a token: tokens index %d -> %d", before, after)
+	}
+	verdicts := map[string]string{}
+	for _, r := range ex.BindingRules {
+		verdicts[r.ID] = fmt.Sprintf("%v|%s|%s", r.Matched, r.RenderedName, r.SkipReason)
+	}
+	want := map[string]string{
+		good: "true|web|",
+		bad:  `true||bind name invalid: failed to validate bindType "service": invalid bind name: "svc-web server"`,
+	}
+	if !reflect.DeepEqual(verdicts, want) {
+		t.Errorf("explain verdicts:\n got %v\nwant %v", verdicts, want)
+	}
+	// The same identity given as fields: the same verdict.
+	ex = s.explain(t, `{"AuthMethod":"corp","Identity":{"value.name":"Web Server"}}`)
+	if ex.LoginStatus != 400 || ex.LoginError != msg || ex.Token != nil {
+		t.Errorf("explain from identity: %+v", ex)
+	}
+	// A name that renders validly logs in.
+	if tok := s.login(t, "corp", key.sign(t, claims(map[string]any{"sub": "Web-Server"}))); len(tok.ServiceIdentities) != 2 {
+		t.Errorf("valid names: %+v", tok.ServiceIdentities)
+	}
+}
+
+// TestLoginMaxTokenTTL: a method's MaxTokenTTL sets the token's expiry;
+// once the (fake) clock passes it the token is refused.
+func TestLoginMaxTokenTTL(t *testing.T) {
+	clock := newFakeClock()
+	ts, _ := onClock(t, lgStart(t).TestServer, clock)
+	s := &lgServer{ts}
 	key := newLgKey(t, jose.EdDSA)
-	s.mustAdmin(t, "PUT", methodPath, methodBody(t, "short", `,"MaxTokenTTL":"2s"`, key))
+	s.mustAdmin(t, "PUT", methodPath, methodBody(t, "short", `,"MaxTokenTTL":"1m"`, key))
 	s.addRule(t, "short", "", "service", "web")
 	tok := s.login(t, "short", key.sign(t, claims(nil)))
-	if tok.ExpirationTime == nil || !tok.ExpirationTime.Equal(tok.CreateTime.Add(2*time.Second)) {
-		t.Fatalf("ExpirationTime %v, CreateTime %v: want CreateTime + 2s", tok.ExpirationTime, tok.CreateTime)
+	if tok.ExpirationTime == nil || !tok.ExpirationTime.Equal(tok.CreateTime.Add(time.Minute)) || !tok.CreateTime.Equal(clock.Now().UTC()) {
+		t.Fatalf("ExpirationTime %v, CreateTime %v (clock %v): want the clock's time + 1m", tok.ExpirationTime, tok.CreateTime, clock.Now())
 	}
 	ex := s.explain(t, loginBody("short", key.sign(t, claims(nil))))
 	if ex.Token == nil || ex.Token.ExpirationTime == nil {
@@ -547,7 +580,9 @@ func TestLoginMaxTokenTTL(t *testing.T) {
 	}
 	resp := s.Do(t, "GET", rulesPath, "", "X-Service-Token", tok.SecretID)
 	expectError(t, resp, 403, fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission 'acl:read'", tok.AccessorID))
-	time.Sleep(time.Until(*tok.ExpirationTime) + 50*time.Millisecond)
+	clock.Advance(time.Minute - time.Millisecond)
+	expectError(t, s.Do(t, "GET", rulesPath, "", "X-Service-Token", tok.SecretID), 403, fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission 'acl:read'", tok.AccessorID))
+	clock.Advance(time.Millisecond)
 	s.expectRefused(t, tok.SecretID)
 	expectError(t, s.Do(t, "POST", logoutPath, "", "X-Service-Token", tok.SecretID), 403, "ACL not found")
 }
@@ -595,7 +630,9 @@ func (h *jwksHandler) setKeys(keys ...*lgKey) {
 }
 
 func TestLoginJWKS(t *testing.T) {
-	s := lgStart(t)
+	clock := newFakeClock()
+	ts, _ := onClock(t, lgStart(t).TestServer, clock)
+	s := &lgServer{ts}
 	k1 := newLgKey(t, jose.RS256)
 	k1.kid = "one"
 	k2 := newLgKey(t, jose.EdDSA)
@@ -615,9 +652,10 @@ func TestLoginJWKS(t *testing.T) {
 	resp, _ := s.expectSameVerdict(t, "jwks", k2.sign(t, claims(nil)))
 	expectError(t, resp, 401, "error verifying token: failed to verify id token signature")
 	// Rotation: once the set has the key, a token signed by it is accepted
-	// (the unknown kid makes the server fetch again, at most once a second).
+	// (the unknown kid makes the server fetch again, at most once a second
+	// by the fake clock).
 	keys.setKeys(k1, k2)
-	time.Sleep(1100 * time.Millisecond)
+	clock.Advance(time.Second)
 	s.login(t, "jwks", k2.sign(t, claims(nil)))
 
 	// A key server that cannot be reached is the server's problem: 500.

@@ -25,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
@@ -59,8 +58,10 @@ const (
 	tokenDenyFmt     = "Permission denied: token with AccessorID '%s' lacks permission '%s'"
 	bootstrapHint    = " The ACL system has no management token yet: run `ctlplane acl bootstrap` (PUT /v1/acl/bootstrap) once to create one, or start the agents with -acl-initial-management-token=SECRET."
 	aclNotFound      = "ACL not found"
-	aclDisabled      = "ACL support disabled"
-	resetIndexFmt    = "Permission denied: ACL bootstrap no longer allowed (reset index: %d)"
+	// selfNotFound is upstream's token/self answer to an unknown secret.
+	selfNotFound  = "token does not exist: ACL not found"
+	aclDisabled   = "ACL support disabled"
+	resetIndexFmt = "Permission denied: ACL bootstrap no longer allowed (reset index: %d)"
 )
 
 // anonymousDeny is the 403 text the anonymous token gets on a dev agent,
@@ -90,25 +91,15 @@ func acxStart(t *testing.T, mgmt string, opts ...servertest.Option) *acxServer {
 	return s
 }
 
-// waitACLReady waits until the anonymous token and the initial management
-// token (when there is one) resolve.
-func (s *acxServer) waitACLReady(t *testing.T) {
+// waitACLReady waits until the built-in ACL objects and s's management
+// token resolve (waitACLReady below).
+func (s *acxServer) waitACLReady(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		anon := s.Do(t, "GET", "/v1/acl/token/self", "")
-		ok := anon.Status == 200
-		if ok && s.mgmt != "" {
-			ok = s.Do(t, "GET", "/v1/acl/token/self", "", "X-Service-Token", s.mgmt).Status == 200
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ACL system did not become ready: anonymous token/self %s", anon)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var secrets []string
+	if s.mgmt != "" {
+		secrets = append(secrets, s.mgmt)
 	}
+	waitACLReady(t, s.TestServer, secrets...)
 }
 
 // as sends a request with secret in X-Service-Token ("" sends no token).
@@ -362,6 +353,7 @@ func acxEndpoints() []acxEndpoint {
 		// Operator: operator:read / operator:write. Removal without ?id
 		// passes the check and stops at the missing parameter.
 		{method: "GET", path: "/v1/operator/raft/configuration", need: needOpRead, ok: ok},
+		{method: "GET", path: "/v1/agent/metrics", need: needOpRead, ok: ok},
 		{method: "DELETE", path: "/v1/operator/raft/peer", need: needOpWrite, ok: acxWant{400, "Must specify ?id with the ID of the server to remove"}},
 
 		// Snapshots: management.
@@ -470,6 +462,9 @@ func (e *acxEndpoint) want(c *acxCaller, aclsOn bool, resetIndex uint64) acxWant
 			return acxWant{403, "Permission denied"}
 		}
 		return e.ok
+	}
+	if !c.known && e.need == needSelf {
+		return acxWant{403, selfNotFound}
 	}
 	if !c.known {
 		return acxWant{403, aclNotFound}

@@ -116,7 +116,8 @@ func TestACLPolicyCRUD(t *testing.T) {
 		t.Fatalf("policy list %s: want the built-in policy and ops", list.Body)
 	}
 	for _, e := range entries {
-		expectKeys(t, e, "ID", "Name", "Description", "Hash", "CreateIndex", "ModifyIndex")
+		// Upstream's list stub always has Datacenters (null when none).
+		expectKeys(t, e, "ID", "Name", "Description", "Datacenters", "Hash", "CreateIndex", "ModifyIndex")
 	}
 	var listed []state.ACLPolicy
 	list.JSON(t, &listed)
@@ -401,8 +402,7 @@ func TestACLTokenExpiration(t *testing.T) {
 }
 
 // putToken stores a token as the FSM would, bypassing the HTTP checks (the
-// API refuses an expiry under a minute away, and the tests must not wait
-// that long).
+// API refuses an expiry in the past).
 func putToken(t *testing.T, s *acxServer, tok state.ACLToken) state.ACLToken {
 	t.Helper()
 	tok.AccessorID, tok.SecretID = uuid.NewString(), uuid.NewString()
@@ -416,25 +416,35 @@ func putToken(t *testing.T, s *acxServer, tok state.ACLToken) state.ACLToken {
 }
 
 func TestACLExpiredTokenIsRefused(t *testing.T) {
-	// The leader reaps expired tokens every 200ms here.
-	s := aclServer(t, func(c *server.Config) { c.TokenReapInterval = 200 * time.Millisecond })
+	// The leader reaps expired tokens every 200ms here, by the wall clock;
+	// the API answers on a fake clock.
+	base := aclServer(t, func(c *server.Config) { c.TokenReapInterval = 200 * time.Millisecond })
+	clock := newFakeClock()
+	ts, _ := onClock(t, base.TestServer, clock)
+	s := &acxServer{TestServer: ts, mgmt: base.mgmt}
 	writer := s.policy(t, "writer", `acl = "write"`)
 	links := []state.ACLLink{{ID: writer.ID, Name: writer.Name}}
 
 	past := time.Now().Add(-time.Minute)
 	expired := putToken(t, s, state.ACLToken{Description: "expired", Policies: links, ExpirationTime: &past})
-	for _, path := range []string{"/v1/acl/tokens", tokenPath + "/self", rulesPath} {
-		expectError(t, s.as(t, expired.SecretID, "GET", path, ""), 403, aclNotFound)
+	for path, msg := range map[string]string{"/v1/acl/tokens": aclNotFound, tokenPath + "/self": selfNotFound, rulesPath: aclNotFound} {
+		expectError(t, s.as(t, expired.SecretID, "GET", path, ""), 403, msg)
 	}
 	expectError(t, s.as(t, expired.SecretID, "PUT", rulePath, minimalBody), 403, aclNotFound)
 
-	// A token that expires in a moment works until then, and is refused after.
-	soon := time.Now().Add(1500 * time.Millisecond)
-	expiring := putToken(t, s, state.ACLToken{Description: "expiring", Policies: links, ExpirationTime: &soon})
+	// A token with a one-hour TTL works until the clock reaches its expiry,
+	// and is refused from then on.
+	var expiring state.ACLToken
+	s.must(t, "PUT", tokenPath, fmt.Sprintf(`{"Description":"expiring","Policies":[{"ID":%q}],"ExpirationTTL":"1h"}`, writer.ID)).JSON(t, &expiring)
+	if !expiring.CreateTime.Equal(clock.Now().UTC()) || !expiring.ExpirationTime.Equal(expiring.CreateTime.Add(time.Hour)) {
+		t.Fatalf("CreateTime %v, ExpirationTime %v: want the clock's %v and an hour later", expiring.CreateTime, expiring.ExpirationTime, clock.Now())
+	}
 	s.mustAs(t, expiring.SecretID, "PUT", rulePath, minimalBody)
-	time.Sleep(time.Until(soon) + 50*time.Millisecond)
+	clock.Advance(time.Hour - time.Nanosecond)
+	s.mustAs(t, expiring.SecretID, "GET", tokenPath+"/self", "")
+	clock.Advance(time.Nanosecond)
 	expectError(t, s.as(t, expiring.SecretID, "PUT", rulePath, minimalBody), 403, aclNotFound)
-	expectError(t, s.as(t, expiring.SecretID, "GET", tokenPath+"/self", ""), 403, aclNotFound)
+	expectError(t, s.as(t, expiring.SecretID, "GET", tokenPath+"/self", ""), 403, selfNotFound)
 
 	// Expired tokens are not found by read or list even before they are
 	// reaped (as upstream's TokenRead and TokenList).
@@ -447,18 +457,21 @@ func TestACLExpiredTokenIsRefused(t *testing.T) {
 		t.Errorf("expired tokens listed: %+v", listed)
 	}
 
-	// Then the leader reaps both from the state; unexpired tokens stay.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, a, _ := s.State().ACLTokenByAccessor(nil, expired.AccessorID)
-		_, b, _ := s.State().ACLTokenByAccessor(nil, expiring.AccessorID)
-		if a == nil && b == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("expired tokens were not reaped: %v, %v", a, b)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// The leader's reaper deletes the token that expired by the wall clock;
+	// the one that expired by the fake clock is still stored.
+	waitFor(t, "the leader to reap the expired token", func() bool {
+		_, tok, _ := s.State().ACLTokenByAccessor(nil, expired.AccessorID)
+		return tok == nil
+	})
+	if _, tok, _ := s.State().ACLTokenByAccessor(nil, expiring.AccessorID); tok == nil {
+		t.Fatal("the wall-clock reaper deleted a token that expires in an hour")
+	}
+	// Reaping on the fake clock deletes it; unexpired tokens stay.
+	if n, err := aclService(base.TestServer, clock.Now).ReapExpiredTokens(); n != 1 || err != nil {
+		t.Fatalf("ReapExpiredTokens: %d, %v; want 1", n, err)
+	}
+	if _, tok, _ := s.State().ACLTokenByAccessor(nil, expiring.AccessorID); tok != nil {
+		t.Errorf("not reaped: %+v", tok)
 	}
 	s.must(t, "GET", tokenPath+"/self", "")
 	expectError(t, s.as(t, "", "GET", rulesPath, ""), 403, anonymousDeny("acl:read"))
@@ -549,7 +562,7 @@ func TestACLTokenSelfAndHiddenSecrets(t *testing.T) {
 	if anon.AccessorID != state.AnonymousTokenID || anon.Description != "Anonymous Token" || len(anon.Policies) != 0 {
 		t.Errorf("token/self without a token: %+v", anon)
 	}
-	expectError(t, s.as(t, uuid.NewString(), "GET", tokenPath+"/self", ""), 403, aclNotFound)
+	expectError(t, s.as(t, uuid.NewString(), "GET", tokenPath+"/self", ""), 403, selfNotFound)
 
 	secrets := func(caller string) map[string]string {
 		var list []state.ACLToken
@@ -602,12 +615,12 @@ func TestACLTokenDelete(t *testing.T) {
 	victim := s.token(t, `{"Description":"victim"}`)
 	s.mustAs(t, victim.SecretID, "GET", tokenPath+"/self", "")
 	expectJSON(t, s.mustAs(t, writer.SecretID, "DELETE", tokenPath+"/"+victim.AccessorID, ""), "true")
-	expectError(t, s.as(t, victim.SecretID, "GET", tokenPath+"/self", ""), 403, aclNotFound)
+	expectError(t, s.as(t, victim.SecretID, "GET", tokenPath+"/self", ""), 403, selfNotFound)
 	expectError(t, s.as(t, "root", "GET", tokenPath+"/"+victim.AccessorID, ""), 404, "Requested token does not exist: ACL not found")
 	// Another management token may delete the first one.
 	other := s.token(t, `{"Policies":[{"Name":"global-management"}]}`)
 	expectJSON(t, s.mustAs(t, other.SecretID, "DELETE", tokenPath+"/"+root.AccessorID, ""), "true")
-	expectError(t, s.as(t, "root", "GET", tokenPath+"/self", ""), 403, aclNotFound)
+	expectError(t, s.as(t, "root", "GET", tokenPath+"/self", ""), 403, selfNotFound)
 }
 
 func TestACLBootstrap(t *testing.T) {

@@ -2,18 +2,15 @@ package http
 
 import (
 	"net/http"
-	"regexp"
-	"strings"
 
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
-	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
 )
 
 func (h *Handler) registerPolicies() {
+	h.ensureACLService()
 	h.handle("/v1/acl/policies", methods{{http.MethodGet, h.policyList}})
 	h.handle("/v1/acl/policy", methods{{http.MethodPut, h.policyWrite}})
 	h.handle("/v1/acl/policy/name/{name:.+}", methods{{http.MethodGet, h.policyReadByName}})
@@ -38,18 +35,17 @@ type policyRequest struct {
 	ModifyIndex uint64
 }
 
-// policyListEntry is a policy as the list shows it: without its rules.
+// policyListEntry is a policy as the list shows it: without its rules
+// (upstream's ACLPolicyListStub, Datacenters always present).
 type policyListEntry struct {
 	ID          string
 	Name        string
 	Description string
-	Datacenters []string `json:",omitempty"`
+	Datacenters []string
 	Hash        []byte
 	CreateIndex uint64
 	ModifyIndex uint64
 }
-
-var aclNameRE = regexp.MustCompile(`^[A-Za-z0-9\-_]{1,128}$`)
 
 func (h *Handler) policyList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var out []policyListEntry
@@ -100,41 +96,9 @@ func (h *Handler) policyWrite(w http.ResponseWriter, r *http.Request) (any, erro
 	if err := decodeBody(r, "Policy", &req); err != nil {
 		return nil, err
 	}
-	if req.ID != "" && !strings.EqualFold(req.ID, pathVal) {
-		return nil, badRequest("Policy ID in URL and payload do not match")
-	}
-	if req.Name == "" {
-		return nil, badRequest("Invalid Policy: no Name is set")
-	}
-	if !aclNameRE.MatchString(req.Name) {
-		return nil, badRequest("Invalid Policy: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")
-	}
-	if _, err := acl.Parse(req.Rules); err != nil {
-		return nil, badRequest("%s", err.Error())
-	}
-	policy := state.ACLPolicy{ID: pathVal, Name: req.Name, Description: req.Description, Rules: req.Rules, Datacenters: req.Datacenters}
-	if update {
-		_, existing, err := h.backend.State().ACLPolicy(memdb.NewWatchSet(), pathVal)
-		if err != nil {
-			return nil, err
-		}
-		if existing == nil {
-			return nil, notFound("Cannot find policy " + pathVal)
-		}
-		policy.ID = existing.ID
-		if existing.ID == state.GlobalManagementPolicyID {
-			if req.Rules != existing.Rules {
-				return nil, badRequest("Changing the Rules for the builtin global-management policy is not permitted")
-			}
-			if len(req.Datacenters) != 0 {
-				return nil, badRequest("Changing the Datacenters of the builtin global-management policy is not permitted")
-			}
-		}
-	} else {
-		policy.ID = uuid.NewString()
-	}
-	policy.Hash = state.HashOf(append([]string{policy.Name, policy.Description, policy.Rules}, policy.Datacenters...)...)
-	return h.backend.Apply(fsm.ACLPolicySetType, &fsm.ACLPolicySetRequest{Policy: policy})
+	return h.services.ACL.WritePolicy(pathVal, acl.PolicyRequest{
+		ID: req.ID, Name: req.Name, Description: req.Description, Rules: req.Rules, Datacenters: req.Datacenters,
+	})
 }
 
 func (h *Handler) policyDelete(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -145,13 +109,7 @@ func (h *Handler) policyDelete(w http.ResponseWriter, r *http.Request) (any, err
 	if _, err := h.require(r, permACLWrite); err != nil {
 		return nil, err
 	}
-	if strings.EqualFold(id, state.GlobalManagementPolicyID) {
-		return nil, badRequest("Delete operation not permitted on the builtin global-management policy")
-	}
-	if _, err := h.backend.Apply(fsm.ACLPolicyDeleteType, &fsm.ACLPolicyDeleteRequest{ID: id}); err != nil {
-		if isNotFound(err) {
-			return nil, notFound("Cannot find policy to delete")
-		}
+	if err := h.services.ACL.DeletePolicy(id); err != nil {
 		return nil, err
 	}
 	return true, nil

@@ -2,16 +2,15 @@ package http
 
 import (
 	"net/http"
-	"strings"
 
-	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
-	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
 )
 
 func (h *Handler) registerRoles() {
+	h.ensureACLService()
 	h.handle("/v1/acl/roles", methods{{http.MethodGet, h.roleList}})
 	h.handle("/v1/acl/role", methods{{http.MethodPut, h.roleWrite}})
 	h.handle("/v1/acl/role/name/{name:.+}", methods{{http.MethodGet, h.roleReadByName}})
@@ -36,27 +35,12 @@ type roleRequest struct {
 	ModifyIndex       uint64
 }
 
-// roleView resolves the role's policy names and drops links to deleted policies.
-func roleView(s *state.Store, role *state.ACLRole) *state.ACLRole {
-	out := *role
-	out.Policies = nil
-	for _, l := range role.Policies {
-		if _, p, err := s.ACLPolicy(memdb.NewWatchSet(), l.ID); err == nil && p != nil {
-			out.Policies = append(out.Policies, state.ACLLink{ID: p.ID, Name: p.Name})
-		}
-	}
-	return &out
-}
-
 func (h *Handler) roleList(w http.ResponseWriter, r *http.Request) (any, error) {
 	policy := r.URL.Query().Get("policy")
 	var out []*state.ACLRole
 	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, roles, err := s.ACLRoles(ws, func(role *state.ACLRole) bool { return policy == "" || hasLink(role.Policies, policy) })
-		out = make([]*state.ACLRole, len(roles))
-		for i, role := range roles {
-			out[i] = roleView(s, role)
-		}
+		idx, roles, err := acl.ListRoles(ws, s, policy)
+		out = roles
 		return idx, true, err
 	}, func() any { return out }, "")
 }
@@ -82,9 +66,10 @@ func (h *Handler) roleReadBy(w http.ResponseWriter, r *http.Request, get func(me
 	var out *state.ACLRole
 	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
 		idx, role, err := get(ws, s)
-		if role != nil {
-			out = roleView(s, role)
+		if err == nil && role != nil {
+			role, err = acl.RoleView(ws, s, role)
 		}
+		out = role
 		return idx, role != nil, err
 	}, func() any { return out }, "Requested role does not exist: ACL not found")
 }
@@ -103,46 +88,10 @@ func (h *Handler) roleWrite(w http.ResponseWriter, r *http.Request) (any, error)
 	if err := decodeBody(r, "Role", &req); err != nil {
 		return nil, err
 	}
-	if req.ID != "" && !strings.EqualFold(req.ID, pathVal) {
-		return nil, badRequest("Role ID in URL and payload do not match")
-	}
-	if req.Name == "" {
-		return nil, badRequest("Invalid Role: no Name is set")
-	}
-	if !aclNameRE.MatchString(req.Name) {
-		return nil, badRequest("Invalid Role: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")
-	}
-	s := h.backend.State()
-	role := state.ACLRole{Name: req.Name, Description: req.Description, ServiceIdentities: req.ServiceIdentities, NodeIdentities: req.NodeIdentities}
-	var err error
-	if role.Policies, err = resolveLinks(req.Policies, "policy", findPolicy(s)); err != nil {
-		return nil, err
-	}
-	if err := validateIdentities(role.ServiceIdentities, role.NodeIdentities, "role"); err != nil {
-		return nil, err
-	}
-	if update {
-		_, existing, err := s.ACLRole(memdb.NewWatchSet(), pathVal)
-		if err != nil {
-			return nil, err
-		}
-		if existing == nil {
-			return nil, notFound("Cannot find role " + pathVal)
-		}
-		role.ID = existing.ID
-	} else {
-		role.ID = uuid.NewString()
-	}
-	fields := []string{role.Name, role.Description}
-	for _, l := range role.Policies {
-		fields = append(fields, "p:"+l.ID)
-	}
-	role.Hash = state.HashOf(fields...)
-	resp, err := h.backend.Apply(fsm.ACLRoleSetType, &fsm.ACLRoleSetRequest{Role: role})
-	if err != nil {
-		return nil, err
-	}
-	return roleView(h.backend.State(), resp.(*state.ACLRole)), nil
+	return h.services.ACL.WriteRole(pathVal, acl.RoleRequest{
+		ID: req.ID, Name: req.Name, Description: req.Description, Policies: req.Policies,
+		ServiceIdentities: req.ServiceIdentities, NodeIdentities: req.NodeIdentities,
+	})
 }
 
 func (h *Handler) roleDelete(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -153,10 +102,7 @@ func (h *Handler) roleDelete(w http.ResponseWriter, r *http.Request) (any, error
 	if _, err := h.require(r, permACLWrite); err != nil {
 		return nil, err
 	}
-	if _, err := h.backend.Apply(fsm.ACLRoleDeleteType, &fsm.ACLRoleDeleteRequest{ID: id}); err != nil {
-		if isNotFound(err) {
-			return nil, notFound("Cannot find role to delete")
-		}
+	if err := h.services.ACL.DeleteRole(id); err != nil {
 		return nil, err
 	}
 	return true, nil

@@ -4,14 +4,14 @@ import (
 	"net/http"
 	"regexp"
 
-	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
-	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
 )
 
 func (h *Handler) registerBindingRules() {
+	h.ensureACLService()
 	h.handle("/v1/acl/binding-rules", methods{{http.MethodGet, h.bindingRuleList}})
 	h.handle("/v1/acl/binding-rule", methods{{http.MethodPut, h.bindingRuleWrite}})
 	h.handle("/v1/acl/binding-rule/", methods{
@@ -119,46 +119,10 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	if !update && req.AuthMethod == "" {
-		return nil, badRequest("Invalid Binding Rule: no AuthMethod is set")
-	}
-	if err := state.ValidateBindingRuleFields(req.Selector, req.BindType, req.BindName); err != nil {
-		return nil, badRequest("%s", err.Error())
-	}
-	if req.BindVars != nil {
-		return nil, badRequest("invalid Binding Rule: BindVars cannot be set when bind type is not templated-policy.")
-	}
-	if err := h.checkBindingRuleMethod(req.AuthMethod, pathVal, ns, req.Selector, req.BindType, req.BindName); err != nil {
-		return nil, err
-	}
-
-	set := fsm.BindingRuleSetRequest{
-		Rule: state.BindingRule{
-			ID:          pathVal,
-			Description: req.Description,
-			AuthMethod:  req.AuthMethod,
-			Selector:    req.Selector,
-			BindType:    req.BindType,
-			BindName:    req.BindName,
-			Namespace:   ns,
-		},
-		Create: !update,
-	}
-	if !update {
-		set.Rule.ID = h.newBindingRuleID()
-	}
-	return h.backend.Apply(fsm.BindingRuleSetType, &set)
-}
-
-// newBindingRuleID returns a random UUID no rule has. The FSM refuses a
-// duplicate anyway; checking here makes that refusal practically unreachable.
-func (h *Handler) newBindingRuleID() string {
-	for {
-		id := uuid.NewString()
-		if _, rule, err := h.backend.State().BindingRule(memdb.NewWatchSet(), id, state.AllNamespaces); err == nil && rule == nil {
-			return id
-		}
-	}
+	return h.services.ACL.WriteBindingRule(pathVal, acl.BindingRuleRequest{
+		Description: req.Description, AuthMethod: req.AuthMethod, Selector: req.Selector,
+		BindType: req.BindType, BindName: req.BindName, Namespace: ns, HasBindVars: req.BindVars != nil,
+	})
 }
 
 func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -174,11 +138,7 @@ func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	_, err = h.backend.Apply(fsm.BindingRuleDeleteType, &fsm.BindingRuleDeleteRequest{ID: ruleID, Namespace: ns})
-	if isNotFound(err) {
-		return nil, notFound("Cannot find binding rule to delete")
-	}
-	if err != nil {
+	if err := h.services.ACL.DeleteBindingRule(ruleID, ns); err != nil {
 		return nil, err
 	}
 	return true, nil

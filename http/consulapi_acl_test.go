@@ -392,7 +392,7 @@ func TestConsulAPIACLTokens(t *testing.T) {
 	if _, _, err := acl.TokenRead(created.AccessorID, nil); err == nil || !strings.Contains(err.Error(), "Unexpected response code: 404 (Requested token does not exist: ACL not found)") {
 		t.Errorf("TokenRead after delete: %v", err)
 	}
-	if _, _, err := reader.TokenReadSelf(nil); err == nil || !strings.Contains(err.Error(), "Unexpected response code: 403 (ACL not found)") {
+	if _, _, err := reader.TokenReadSelf(nil); err == nil || !strings.Contains(err.Error(), "Unexpected response code: 403 (token does not exist: ACL not found)") {
 		t.Errorf("TokenReadSelf with a deleted token: %v", err)
 	}
 	if _, err := acl.TokenDelete(created.AccessorID, nil); err == nil || !strings.Contains(err.Error(), "Unexpected response code: 404 (Cannot find token to delete)") {
@@ -706,7 +706,7 @@ func TestConsulAPIACLAuthMethodLogin(t *testing.T) {
 		t.Fatalf("Logout: %v", err)
 	}
 	checkWriteMeta(t, "Logout", wm)
-	if _, _, err := user.TokenReadSelf(nil); err == nil || !strings.Contains(err.Error(), "Unexpected response code: 403 (ACL not found)") {
+	if _, _, err := user.TokenReadSelf(nil); err == nil || !strings.Contains(err.Error(), "Unexpected response code: 403 (token does not exist: ACL not found)") {
 		t.Errorf("TokenReadSelf after logout: %v", err)
 	}
 	if _, err := user.Logout(nil); err == nil || !strings.Contains(err.Error(), "Unexpected response code: 403 (ACL not found)") {

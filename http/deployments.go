@@ -44,14 +44,16 @@ func (h *Handler) deploymentIdentity(r *http.Request) (*identity, error) {
 	return id, err
 }
 
-func (id *identity) accessorID() string {
+// deploymentCaller is the AccessorID of the caller's token ("" with ACLs
+// off), recorded in the deployment's history.
+func deploymentCaller(id *identity) string {
 	if id.token == nil {
 		return ""
 	}
 	return id.token.AccessorID
 }
 
-// deploymentNotFound is the answer for a well-formed ID that names nothing.
+// errDeploymentNotFound is the answer for a well-formed ID that names nothing.
 var errDeploymentNotFound = &apiError{code: http.StatusNotFound, msg: "deployment not found"}
 
 func (h *Handler) deploymentRead(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -268,7 +270,7 @@ func (h *Handler) deploymentWrite(w http.ResponseWriter, r *http.Request, what s
 	if !ident.authz.NamespaceCapability(d.Namespace, acl.CapSubmitJob) {
 		return nil, errDeploymentDenied
 	}
-	res, err := op(svc, depID, ident.accessorID())
+	res, err := op(svc, depID, deploymentCaller(ident))
 	if err != nil {
 		return nil, err
 	}

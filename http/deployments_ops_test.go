@@ -74,7 +74,8 @@ func TestDeploymentFailSameSpecNoRollback(t *testing.T) {
 
 func TestDeploymentPauseResume(t *testing.T) {
 	w := newWorld(t)
-	res := expectAction(t, w.f.Do("PUT", depPath+"pause/"+w.d.ID, `{"DeploymentID":"`+w.d.ID+`","Pause":true}`), false, true, nil)
+	// The write-request fields of Nomad's client are accepted and ignored.
+	res := expectAction(t, w.f.Do("PUT", depPath+"pause/"+w.d.ID, `{"DeploymentID":"`+w.d.ID+`","Pause":true,"Region":"elsewhere","Namespace":"prod","SecretID":"x","AuthToken":"y","IdempotencyToken":"z"}`), false, true, nil)
 	d := w.deployment(t)
 	expectStatus(t, d, state.DeploymentStatusPaused, "Deployment is paused")
 	if d.ModifyIndex != res.Index {
@@ -247,6 +248,8 @@ func TestDeploymentWriteErrors(t *testing.T) {
 		{"PUT", "pause/" + id, `{"DeploymentID":"` + otherID + `","Pause":true}`, 400, "Deployment ID does not match"},
 		{"PUT", "promote/" + id, `{"DeploymentID":"` + otherID + `","All":true}`, 400, "Deployment ID does not match"},
 		{"PUT", "fail/" + id, `{"DeploymentID":"` + otherID + `"}`, 400, "Deployment ID does not match"},
+		{"PUT", "unblock/" + id, `{"DeploymentID":"` + otherID + `"}`, 400, "Deployment ID does not match"},
+		{"PUT", "allocation-health/" + id, `{"DeploymentID":"` + otherID + `","HealthyAllocationIDs":["` + w.allocs[0].ID + `"]}`, 400, "Deployment ID does not match"},
 		{"PUT", "fail/" + id, `{"Reason":"x"}`, 400, `DeploymentFailRequest decoding failed: json: unknown field "Reason"`},
 		{"PUT", "unblock/" + id, `[]`, 400, "DeploymentUnblockRequest decoding failed: json: cannot unmarshal array into Go value of type http.deploymentIDRequest"},
 		{"GET", "fail/" + id, "", 405, "method GET not allowed"},

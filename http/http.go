@@ -11,10 +11,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
-	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
@@ -65,9 +65,14 @@ type Handler struct {
 	backend  Backend
 	logger   hclog.Logger
 	router   *mux.Router
-	resolver acl.Resolver
 	services Services
+	// blocked counts the blocking queries waiting now.
+	blocked atomic.Int64
 }
+
+// BlockedQueries is how many blocking queries are waiting now (tests use it
+// to know that a query blocked before they write).
+func (h *Handler) BlockedQueries() int64 { return h.blocked.Load() }
 
 // New returns the API handler over backend, with the orchestrator's domain services.
 func New(backend Backend, logger hclog.Logger, services Services) *Handler {
@@ -87,6 +92,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerRoles()
 	h.registerOperator()
 	h.registerSnapshot()
+	h.registerMetrics()
 	h.registerDeployments()
 	h.registerNodes()
 	h.registerJobs()
@@ -134,7 +140,10 @@ func (h *Handler) handleWithLimit(path string, bodyLimit int64, m methods) {
 }
 
 // serve runs fn and writes its result or its error.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, bodyLimit int64, fn apiFunc) {
+func (h *Handler) serve(rw http.ResponseWriter, r *http.Request, bodyLimit int64, fn apiFunc) {
+	start := time.Now()
+	w := &statusRecorder{ResponseWriter: rw}
+	defer func() { measureRequest(r, start, w.status) }()
 	defer func() {
 		// A bug must not take the server down with it; the client sees a 500.
 		if p := recover(); p != nil {

@@ -34,19 +34,6 @@ func benchClient() *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// waitForToken waits until secret resolves as a management token (the
-// leader creates the initial one just after it is elected).
-func waitForToken(b *testing.B, ts *servertest.TestServer, secret string) {
-	b.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for ts.Do(b, "GET", "/v1/acl/policies", "", "X-Service-Token", secret).Status != 200 {
-		if time.Now().After(deadline) {
-			b.Fatal("the management token never resolved")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // benchPost sends body to path and drains the answer; it returns the status
 // and, unless it is 200, the body.
 func benchPost(c *http.Client, method, url, body string, headers ...string) (int, string, error) {
@@ -122,7 +109,7 @@ var loginBenchRules = []struct{ selector, bindType, bindName string }{
 
 func BenchmarkLogin(b *testing.B) {
 	s := &lgServer{servertest.Start(b, servertest.ACL(lgMgmt))}
-	waitForToken(b, s.TestServer, lgMgmt)
+	waitACLReady(b, s.TestServer, lgMgmt)
 	key := newLgKey(b, jose.RS256)
 	s.mustAdmin(b, "PUT", methodPath, methodBody(b, "bench-jwt", `,"MaxTokenTTL":"1h"`, key))
 	s.mustAdmin(b, "PUT", policyPath, `{"Name":"readers","Rules":"acl = \"read\""}`)
@@ -177,7 +164,7 @@ func BenchmarkCreateACL(b *testing.B) {
 			}
 			ts := servertest.Start(b, opts...)
 			if mode.acl {
-				waitForToken(b, ts, lgMgmt)
+				waitACLReady(b, ts, lgMgmt)
 				if r := ts.Do(b, "PUT", rulePath, string(body)); r.Status != http.StatusForbidden {
 					b.Fatalf("a create without a token answered %s, want 403", r)
 				}

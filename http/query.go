@@ -2,6 +2,8 @@ package http
 
 import (
 	"context"
+
+	metrics "github.com/armon/go-metrics"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -77,6 +79,7 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 	}
 	ctx := r.Context()
 	if opts.minIndex > 0 {
+
 		wait := opts.wait
 		if wait <= 0 {
 			wait = defaultQueryWait
@@ -101,7 +104,7 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 		if opts.minIndex == 0 || idx > opts.minIndex || abandoned || timedOut {
 			break
 		}
-		if ws.WatchCtx(ctx) != nil {
+		if h.wait(ctx, ws) != nil {
 			// Timed out: read once more, so that the answer carries the
 			// current index even when what we watched did not change.
 			timedOut = true
@@ -135,4 +138,11 @@ func setMeta(w http.ResponseWriter, r *http.Request, meta queryMeta) {
 		w.Header().Set(prefix+"KnownLeader", known)
 		w.Header().Set(prefix+"LastContact", contact)
 	}
+}
+
+// wait blocks on ws, counted as a blocked query while it waits.
+func (h *Handler) wait(ctx context.Context, ws memdb.WatchSet) error {
+	metrics.SetGauge([]string{"http", "blocking_queries"}, float32(h.blocked.Add(1)))
+	defer func() { metrics.SetGauge([]string{"http", "blocking_queries"}, float32(h.blocked.Add(-1))) }()
+	return ws.WatchCtx(ctx)
 }

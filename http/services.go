@@ -1,9 +1,13 @@
 package http
 
+import "github.com/ctlplane/ctlplane/server/acl"
+
 // Services are the domain operations of the orchestrator endpoints. Each
 // interface is declared, with what its endpoints call, in the file of those
 // endpoints; a nil service leaves its endpoints answering 501.
 type Services struct {
+	// ACL serves the /v1/acl endpoints; nil builds one over the backend.
+	ACL         *acl.Service
 	Jobs        JobService
 	Deployments DeploymentService
 	Nodes       NodeService

@@ -4,47 +4,22 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
-	"github.com/google/uuid"
 	"github.com/hashicorp/go-memdb"
 )
-
-// globalManagementPolicy is the built-in policy that allows everything.
-func globalManagementPolicy() state.ACLPolicy {
-	p := state.ACLPolicy{
-		ID:          state.GlobalManagementPolicyID,
-		Name:        state.GlobalManagementPolicyName,
-		Description: "Builtin Policy that grants unlimited access",
-		Rules:       "acl = \"write\"\noperator = \"write\"\nnamespace \"*\" {\n  policy = \"write\"\n}\n",
-	}
-	p.Hash = state.HashOf(p.Name, p.Description, p.Rules)
-	return p
-}
 
 // establishACL runs on a new leader: it makes sure the built-in policy, the
 // anonymous token and the configured initial management token exist.
 func (s *Server) establishACL() error {
+	now := time.Now()
 	req := fsm.ACLInitRequest{
-		ManagementPolicy: globalManagementPolicy(),
-		Anonymous: state.ACLToken{
-			AccessorID:  state.AnonymousTokenID,
-			SecretID:    state.AnonymousTokenSecret,
-			Description: "Anonymous Token",
-			Namespace:   state.DefaultNamespace,
-			CreateTime:  time.Now().UTC(),
-		},
+		ManagementPolicy: acl.GlobalManagementPolicy(),
+		Anonymous:        acl.AnonymousToken(now),
 	}
-	req.Anonymous.Hash = state.HashOf(req.Anonymous.Description)
 	if secret := s.config.ACLInitialManagementToken; secret != "" {
-		initial := state.ACLToken{
-			AccessorID:  uuid.NewString(),
-			SecretID:    secret,
-			Description: "Initial Management Token",
-			Policies:    []state.ACLLink{{ID: state.GlobalManagementPolicyID, Name: state.GlobalManagementPolicyName}},
-			Namespace:   state.DefaultNamespace,
-			CreateTime:  time.Now().UTC(),
-		}
-		initial.Hash = state.HashOf(initial.Description, state.GlobalManagementPolicyID)
+		initial := acl.ManagementToken("Initial Management Token", secret, now)
 		req.Initial = &initial
 	}
 	if s.aclInitDone(req.Initial) {
@@ -71,22 +46,15 @@ func (s *Server) aclInitDone(initial *state.ACLToken) bool {
 	return true
 }
 
-// reapExpiredTokens deletes tokens whose expiry has passed. Expired tokens
-// are refused at once anyway; reaping only frees the space.
+// reapExpiredTokens deletes tokens whose expiry has passed (the ACL
+// service decides, by its clock).
 func (s *Server) reapExpiredTokens() {
-	now := time.Now()
-	_, expired, err := s.State().ACLTokens(memdb.NewWatchSet(), func(t *state.ACLToken) bool { return t.Expired(now) })
-	if err != nil || len(expired) == 0 {
-		return
-	}
-	ids := make([]string, len(expired))
-	for i, t := range expired {
-		ids[i] = t.AccessorID
-	}
-	if _, err := s.Apply(fsm.ACLTokenReapType, &fsm.ACLTokenReapRequest{AccessorIDs: ids, Now: now}); err != nil {
+	deps := svc.Deps{State: s.State, Raft: s, Now: time.Now, Logger: s.logger}
+	n, err := acl.NewService(deps, s.config.Datacenter).ReapExpiredTokens()
+	if err != nil {
 		s.logger.Warn("failed to reap expired tokens", "error", err)
-	} else {
-		s.logger.Debug("reaped expired tokens", "count", len(ids))
+	} else if n > 0 {
+		s.logger.Debug("reaped expired tokens", "count", n)
 	}
 }
 

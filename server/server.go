@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
@@ -71,6 +72,9 @@ type Config struct {
 	// SchedulerWorkers is how many evaluations the leader runs at once
 	// (default: the number of CPUs).
 	SchedulerWorkers int
+	// HeartbeatTTL is how long a client node may stay silent before it is
+	// marked down (default 10s).
+	HeartbeatTTL time.Duration
 	// DevNodes is how many simulated client nodes (mock_driver) the agent
 	// runs in its own process; agent -dev runs one.
 	DevNodes int
@@ -368,6 +372,7 @@ func (s *Server) monitorLeadership() {
 				continue
 			}
 			s.leaderReady.Store(true)
+			metrics.IncrCounter([]string{"leader", "changes"}, 1)
 			s.logger.Info("cluster leadership acquired")
 			s.startLeaderRoutines()
 			select {

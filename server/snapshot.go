@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/snapshot"
 	"github.com/hashicorp/raft"
@@ -15,11 +16,13 @@ import (
 // SnapshotSave streams a snapshot archive of this server's state to w. It
 // takes a Raft snapshot (or uses the latest when nothing is new since).
 func (s *Server) SnapshotSave(w io.Writer) error {
+	defer metrics.MeasureSince([]string{"snapshot", "save"}, time.Now())
 	meta, rc, err := s.openSnapshot()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
+	metrics.SetGauge([]string{"snapshot", "size"}, float32(meta.Size))
 	return snapshot.Write(w, meta, rc)
 }
 
@@ -41,6 +44,7 @@ func (s *Server) openSnapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
 // cluster through Raft's user-restore path. Anything wrong with the archive
 // is a 400 and leaves the running state untouched.
 func (s *Server) SnapshotRestore(r io.Reader) error {
+	defer metrics.MeasureSince([]string{"snapshot", "restore"}, time.Now())
 	archive, err := snapshot.Read(r)
 	if err != nil {
 		if errors.Is(err, snapshot.ErrInvalid) {

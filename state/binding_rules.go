@@ -2,17 +2,29 @@ package state
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/hashicorp/go-memdb"
 )
 
 const bindingRulesTable = "acl-binding-rules"
 
+// uuidRE is the ID form the tables' UUID indexes take: anything else is the
+// caller's mistake (400), not a store failure (500).
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
 // Namespaces.
 const (
 	DefaultNamespace = "default"
 	// AllNamespaces is the wildcard accepted by list endpoints.
 	AllNamespaces = "*"
+)
+
+// Bind types of a binding rule.
+const (
+	BindTypeService = "service"
+	BindTypeNode    = "node"
+	BindTypeRole    = "role"
 )
 
 // BindingRule links an auth method to what a login through it puts in a token.
@@ -101,12 +113,15 @@ func (s *Store) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 	if rule.ID == "" || rule.Namespace == "" {
 		return nil, errorf(ErrInvalid, "binding rule is missing its ID or namespace")
 	}
+	if !uuidRE.MatchString(rule.ID) {
+		return nil, errorf(ErrInvalid, "binding rule ID %q is not a UUID", rule.ID)
+	}
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 
 	raw, err := txn.First(bindingRulesTable, "id", rule.ID)
 	if err != nil {
-		return nil, errorf(ErrInvalid, "failed binding rule lookup: %v", err)
+		return nil, fmt.Errorf("failed binding rule lookup: %w", err)
 	}
 	stored := *rule
 	if create {
@@ -134,7 +149,7 @@ func (s *Store) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 	stored.ModifyIndex = idx
 
 	if err := txn.Insert(bindingRulesTable, &stored); err != nil {
-		return nil, errorf(ErrInvalid, "failed inserting binding rule: %v", err)
+		return nil, fmt.Errorf("failed inserting binding rule: %w", err)
 	}
 	if err := setIndex(txn, bindingRulesTable, idx); err != nil {
 		return nil, err
@@ -146,12 +161,15 @@ func (s *Store) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 // BindingRuleDelete removes the rule with that ID from namespace ns at Raft
 // index idx. A rule that is not there is ErrNotFound and changes nothing.
 func (s *Store) BindingRuleDelete(idx uint64, id, ns string) error {
+	if !uuidRE.MatchString(id) {
+		return errorf(ErrInvalid, "binding rule ID %q is not a UUID", id)
+	}
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 
 	raw, err := txn.First(bindingRulesTable, "id", id)
 	if err != nil {
-		return errorf(ErrInvalid, "failed binding rule lookup: %v", err)
+		return fmt.Errorf("failed binding rule lookup: %w", err)
 	}
 	if raw == nil || raw.(*BindingRule).Namespace != ns {
 		return errorf(ErrNotFound, "binding rule does not exist")

@@ -285,7 +285,7 @@ func TestBindingRuleSetErrors(t *testing.T) {
 		{"create of an existing ID in another namespace", newRule(idA, DefaultNamespace, "jwt", "x"), true, ErrConflict, "binding rule " + idA + " already exists"},
 		{"create of an existing ID in uppercase", newRule(strings.ToUpper(idA), "team1", "minikube", "x"), true, ErrConflict, "binding rule " + strings.ToUpper(idA) + " already exists"},
 		{"create without auth method", newRule(idB, "team1", "", "x"), true, ErrInvalid, "Invalid Binding Rule: no AuthMethod is set"},
-		{"create with a non-UUID ID", newRule("abc", "team1", "minikube", "x"), true, ErrInvalid, "failed binding rule lookup: index error: UUID must be 36 characters"},
+		{"create with a non-UUID ID", newRule("abc", "team1", "minikube", "x"), true, ErrInvalid, `binding rule ID "abc" is not a UUID`},
 		{"update of a missing rule", newRule(idMissing, "team1", "minikube", "x"), false, ErrNotFound, "cannot find binding rule " + idMissing},
 		{"update of a missing rule without auth method", newRule(idMissing, "team1", "", "x"), false, ErrNotFound, "cannot find binding rule " + idMissing},
 		{"update in another namespace", newRule(idA, DefaultNamespace, "minikube", "x"), false, ErrNotFound, "cannot find binding rule " + idA},
@@ -352,7 +352,7 @@ func TestBindingRuleDelete(t *testing.T) {
 		{"missing", idMissing, DefaultNamespace, ErrNotFound, "binding rule does not exist"},
 		{"other namespace", idD, DefaultNamespace, ErrNotFound, "binding rule does not exist"},
 		{"wildcard is not a namespace for delete", idD, AllNamespaces, ErrNotFound, "binding rule does not exist"},
-		{"non-UUID", "x", DefaultNamespace, ErrInvalid, "failed binding rule lookup: index error: UUID must be 36 characters"},
+		{"non-UUID", "x", DefaultNamespace, ErrInvalid, `binding rule ID "x" is not a UUID`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

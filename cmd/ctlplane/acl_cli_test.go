@@ -600,14 +600,14 @@ func TestLoginCLIWithServer(t *testing.T) {
 	if r := runCLI("logout", "-address="+ts.URL, "-token="+secret); r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Fatalf("logout: %+v", r)
 	}
-	cliAt(ts.URL, secret, "acl", "token", "read", "-self").fails(t, "Error: 403 ACL not found\n")
+	cliAt(ts.URL, secret, "acl", "token", "read", "-self").fails(t, "Error: 403 token does not exist: ACL not found\n")
 	runCLI("logout", "-address="+ts.URL, "-token="+mgmtSecret).fails(t, "Error: 403 Permission denied: token wasn't created via login\n")
 
 	if out := acl("auth-method", "delete", "-name=minikube").ok(t); out != "Auth method \"minikube\" deleted successfully\n" {
 		t.Fatalf("delete printed %q", out)
 	}
 	// Deleting the method deleted the tokens it minted.
-	cliAt(ts.URL, string(sunk), "acl", "token", "read", "-self").fails(t, "Error: 403 ACL not found\n")
+	cliAt(ts.URL, string(sunk), "acl", "token", "read", "-self").fails(t, "Error: 403 token does not exist: ACL not found\n")
 }
 
 var uuidLike = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

@@ -3,6 +3,8 @@ package acl
 import (
 	"crypto/subtle"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +20,12 @@ var ErrTokenNotFound = errors.New("ACL not found")
 // authorizer are cached until the token, a policy or a role changes, so a
 // change takes effect on the next request.
 type Resolver struct {
+	// Now is the clock expiry is judged by (nil: time.Now).
+	Now func() time.Time
+	// Datacenter is this agent's: a policy whose Datacenters list is not
+	// empty applies only where it names this one (upstream's rule).
+	Datacenter string
+
 	mu       sync.Mutex
 	policies map[string]cachedPolicy
 	// authorizers caches each token's authorizer; an entry is good while the
@@ -51,7 +59,11 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	}
 	// The index lookup found the row; the secret is compared once more in
 	// constant time so that no timing difference tells how much matched.
-	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.SecretID), []byte(secret)) != 1 || tok.Expired(time.Now()) {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.SecretID), []byte(secret)) != 1 || tok.Expired(now()) {
 		return nil, nil, ErrTokenNotFound
 	}
 	rulesIndex := s.ACLRulesIndex()
@@ -64,7 +76,10 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	if ok && c.tokenIndex == tok.ModifyIndex && c.rulesIndex == rulesIndex {
 		return tok, c.authz, nil
 	}
-	authz := r.authorizer(s, tok)
+	authz, err := r.authorizer(s, tok)
+	if err != nil {
+		return nil, nil, err
+	}
 	r.mu.Lock()
 	if r.store == s { // a request still on a replaced store does not cache
 		if r.authorizers == nil || len(r.authorizers) > 65536 {
@@ -76,32 +91,52 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	return tok, authz, nil
 }
 
-// authorizer merges the rules of the token's policies and its roles' policies.
-func (r *Resolver) authorizer(s *state.Store, tok *state.ACLToken) *Authorizer {
+// authorizer merges the rules of the token's policies and its roles'
+// policies that apply in this datacenter. A store failure is returned, not
+// taken for a missing policy: dropping a policy could drop a deny.
+func (r *Resolver) authorizer(s *state.Store, tok *state.ACLToken) (*Authorizer, error) {
 	ws := memdb.NewWatchSet()
 	ids := map[string]bool{}
 	for _, l := range tok.Policies {
 		ids[l.ID] = true
 	}
 	for _, l := range tok.Roles {
-		if _, role, err := s.ACLRole(ws, l.ID); err == nil && role != nil {
+		_, role, err := s.ACLRole(ws, l.ID)
+		if err != nil {
+			return nil, fmt.Errorf("resolving role %s of token %s: %w", l.ID, tok.AccessorID, err)
+		}
+		if role != nil {
 			for _, pl := range role.Policies {
 				ids[pl.ID] = true
 			}
 		}
 	}
-	if ids[state.GlobalManagementPolicyID] {
-		return ManageAll()
-	}
 	var rules []*Rules
 	for id := range ids {
-		if _, p, err := s.ACLPolicy(ws, id); err == nil && p != nil {
-			if parsed := r.rules(p); parsed != nil {
-				rules = append(rules, parsed)
-			}
+		_, p, err := s.ACLPolicy(ws, id)
+		if err != nil {
+			return nil, fmt.Errorf("resolving policy %s of token %s: %w", id, tok.AccessorID, err)
+		}
+		if p == nil || !AppliesIn(p, r.Datacenter) {
+			continue
+		}
+		if p.ID == state.GlobalManagementPolicyID {
+			return ManageAll(), nil
+		}
+		if parsed := r.rules(p); parsed != nil {
+			rules = append(rules, parsed)
 		}
 	}
-	return NewAuthorizer(rules)
+	return NewAuthorizer(rules), nil
+}
+
+// AppliesIn says whether a policy applies in datacenter dc: its Datacenters
+// list is empty or names dc.
+func AppliesIn(p *state.ACLPolicy, dc string) bool {
+	if len(p.Datacenters) == 0 {
+		return true
+	}
+	return slices.Contains(p.Datacenters, dc)
 }
 
 // rules parses a policy's rules, cached by ID and checked against the

@@ -15,6 +15,7 @@ import (
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/svc"
+	"github.com/ctlplane/ctlplane/server/telemetry"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -39,6 +40,7 @@ func New(cfg *server.Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
+	telemetry.Init()
 	srv, err := server.New(cfg)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package authmethod
 import (
 	"fmt"
 
+	"github.com/ctlplane/ctlplane/server/acl/bindrule"
 	"github.com/ctlplane/ctlplane/state"
 )
 
@@ -21,6 +22,9 @@ type RuleVerdict struct {
 	RenderedName string
 	// SkipReason says why the rule binds nothing ("" when it binds).
 	SkipReason string
+	// NameErr is set when the selector matched but BindName did not render
+	// to a valid name: login is refused then.
+	NameErr error
 }
 
 // Bound says whether the rule contributes to the token.
@@ -50,9 +54,9 @@ type RoleLookup func(name string) (*state.ACLRole, error)
 //   - A rule whose Selector is empty or matches is considered; a selector
 //     that fails to evaluate does not match (as upstream).
 //   - Its BindName is rendered with the identity's values lowercased and
-//     checked against the bind type's name rule. A name that fails skips the
-//     rule. (Upstream fails the whole login instead; skipping binds strictly
-//     less, and explain says why.)
+//     checked against the bind type's name rule. A name that fails binds
+//     nothing and sets the verdict's NameErr: login is then refused, as
+//     upstream's is, and explain shows the rule as skipped with the reason.
 //   - service: a ServiceIdentity; node: a NodeIdentity in datacenter;
 //     role: a link to the role of that name, skipped when there is none.
 //
@@ -73,9 +77,10 @@ func Bind(id *Identity, rules []*state.BindingRule, datacenter string, roleByNam
 			v.SkipReason = SkipSelector
 		default:
 			v.Matched = true
-			v.RenderedName, err = state.ComputeBindName(rule.BindType, rule.BindName, vars)
+			v.RenderedName, err = bindrule.ComputeBindName(rule.BindType, rule.BindName, vars)
 			if err != nil {
 				v.RenderedName = ""
+				v.NameErr = err
 				v.SkipReason = fmt.Sprintf("bind name invalid: %v", err)
 				break
 			}

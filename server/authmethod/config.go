@@ -37,12 +37,17 @@ func IsRegisteredType(t string) bool { return t == TypeJWT }
 // Config is a jwt auth method's configuration.
 type Config struct {
 	// JWTValidationPubKeys are PEM public keys (PKIX or certificates);
-	// exactly one of this and JWKSURL is set.
+	// exactly one of this, JWKSURL and OIDCDiscoveryURL is set.
 	JWTValidationPubKeys []string
 	// JWKSURL serves a JSON Web Key Set; JWKSCACert is the PEM CA to trust
 	// for it (optional).
 	JWKSURL    string
 	JWKSCACert string
+	// OIDCDiscoveryURL is an OpenID provider's issuer URL: its
+	// /.well-known/openid-configuration names the key set (jwks_uri).
+	// OIDCDiscoveryCACert is the PEM CA to trust for both (optional).
+	OIDCDiscoveryURL    string
+	OIDCDiscoveryCACert string
 	// BoundIssuer, when set, must equal the token's iss.
 	BoundIssuer string
 	// BoundAudiences: one of them must be in the token's aud. With none,
@@ -81,6 +86,8 @@ var configKeys = map[string]keyKind{
 	"JWTValidationPubKeys": kindStringList,
 	"JWKSURL":              kindString,
 	"JWKSCACert":           kindString,
+	"OIDCDiscoveryURL":     kindString,
+	"OIDCDiscoveryCACert":  kindString,
 	"BoundIssuer":          kindString,
 	"BoundAudiences":       kindStringList,
 	"ClaimMappings":        kindStringMap,
@@ -92,11 +99,9 @@ var configKeys = map[string]keyKind{
 }
 
 // oidcOnlyKeys are keys of upstream's shared OIDC/JWT configuration that a
-// jwt method must not set. OIDCDiscoveryURL is a key source for upstream's
-// jwt type; ctlplane supports only static keys and JWKS, so it is refused
-// here too.
+// jwt method must not set.
 var oidcOnlyKeys = []string{
-	"OIDCDiscoveryURL", "OIDCDiscoveryCACert", "OIDCClientID", "OIDCClientSecret",
+	"OIDCClientID", "OIDCClientSecret",
 	"OIDCScopes", "OIDCACRValues", "AllowedRedirectURIs", "VerboseOIDCLogging",
 }
 
@@ -214,6 +219,10 @@ func (c *Config) set(key string, val any) error {
 			c.JWKSURL = s
 		case "JWKSCACert":
 			c.JWKSCACert = s
+		case "OIDCDiscoveryURL":
+			c.OIDCDiscoveryURL = s
+		case "OIDCDiscoveryCACert":
+			c.OIDCDiscoveryCACert = s
 		case "BoundIssuer":
 			c.BoundIssuer = s
 		}
@@ -337,23 +346,28 @@ func (c *Config) validate() error {
 	if c.JWKSURL != "" {
 		sources++
 	}
+	if c.OIDCDiscoveryURL != "" {
+		sources++
+	}
 	if sources != 1 {
-		// Upstream's text also names 'OIDCDiscoveryURL', which ctlplane
-		// does not support (see oidcOnlyKeys).
-		return fmt.Errorf("exactly one of 'JWTValidationPubKeys' or 'JWKSURL' must be set for type %q", TypeJWT)
+		return fmt.Errorf("exactly one of 'JWTValidationPubKeys', 'JWKSURL', or 'OIDCDiscoveryURL' must be set for type %q", TypeJWT)
 	}
 	if c.JWKSURL == "" && c.JWKSCACert != "" {
 		return errors.New("'JWKSCACert' should not be set unless 'JWKSURL' is set")
 	}
-	if c.JWKSURL != "" {
-		u, err := url.Parse(c.JWKSURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("'JWKSURL' must be an http or https URL, not %q", c.JWKSURL)
+	if c.OIDCDiscoveryURL == "" && c.OIDCDiscoveryCACert != "" {
+		return errors.New("'OIDCDiscoveryCACert' should not be set unless 'OIDCDiscoveryURL' is set")
+	}
+	for _, u := range []struct{ key, url string }{{"JWKSURL", c.JWKSURL}, {"OIDCDiscoveryURL", c.OIDCDiscoveryURL}} {
+		if u.url != "" && !isHTTPURL(u.url) {
+			return fmt.Errorf("'%s' must be an http or https URL, not %q", u.key, u.url)
 		}
 	}
-	if c.JWKSCACert != "" {
-		if _, err := certPool(c.JWKSCACert); err != nil {
-			return err
+	for _, ca := range []struct{ key, pem string }{{"JWKSCACert", c.JWKSCACert}, {"OIDCDiscoveryCACert", c.OIDCDiscoveryCACert}} {
+		if ca.pem != "" {
+			if _, err := certPoolFor(ca.key, ca.pem); err != nil {
+				return err
+			}
 		}
 	}
 	c.pubKeys = nil
@@ -379,6 +393,12 @@ func (c *Config) validate() error {
 		return err
 	}
 	return uniqueTargets("ListClaimMappings", c.ListClaimMappings)
+}
+
+// isHTTPURL says whether s is an absolute http or https URL.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 func supportedAlg(a string) (jose.SignatureAlgorithm, bool) {

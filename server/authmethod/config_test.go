@@ -33,17 +33,23 @@ func TestParseConfigErrors(t *testing.T) {
 	key := newKey(t, jose.RS256)
 	pemJSON, _ := json.Marshal(key.pubPEM)
 	keys := `"JWTValidationPubKeys":[` + string(pemJSON) + `]`
+	// Upstream's text, OIDCDiscoveryURL included.
+	const exactlyOne = `exactly one of 'JWTValidationPubKeys', 'JWKSURL', or 'OIDCDiscoveryURL' must be set for type "jwt"`
 	cases := []struct {
 		config string
 		err    string
 	}{
-		{`{}`, `exactly one of 'JWTValidationPubKeys' or 'JWKSURL' must be set for type "jwt"`},
-		{`{"JWTValidationPubKeys":[]}`, `exactly one of 'JWTValidationPubKeys' or 'JWKSURL' must be set for type "jwt"`},
-		{`{` + keys + `,"JWKSURL":"https://example.com/keys"}`, `exactly one of 'JWTValidationPubKeys' or 'JWKSURL' must be set for type "jwt"`},
+		{`{}`, exactlyOne},
+		{`{"JWTValidationPubKeys":[]}`, exactlyOne},
+		{`{` + keys + `,"JWKSURL":"https://example.com/keys"}`, exactlyOne},
 		{`{"JWTValidationPubKeys":["nope"]}`, `error parsing public key JWTValidationPubKeys[0]: data does not contain any valid RSA, ECDSA, or ED25519 public keys`},
 		{`{"JWTValidationPubKeys":[` + string(pemJSON) + `,"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"]}`, `error parsing public key JWTValidationPubKeys[1]: x509: malformed certificate`},
 		{`{` + keys + `,"Foo":1,"Bar":2}`, `Config has invalid keys: Bar, Foo`},
-		{`{` + keys + `,"OIDCDiscoveryURL":"https://example.com"}`, `'OIDCDiscoveryURL' must not be set for type "jwt"`},
+		{`{` + keys + `,"OIDCDiscoveryURL":"https://example.com"}`, exactlyOne},
+		{`{"JWKSURL":"https://example.com/keys","OIDCDiscoveryURL":"https://example.com"}`, exactlyOne},
+		{`{"OIDCDiscoveryURL":"example.com"}`, `'OIDCDiscoveryURL' must be an http or https URL, not "example.com"`},
+		{`{` + keys + `,"OIDCDiscoveryCACert":"x"}`, `'OIDCDiscoveryCACert' should not be set unless 'OIDCDiscoveryURL' is set`},
+		{`{"OIDCDiscoveryURL":"https://example.com","OIDCDiscoveryCACert":"garbage"}`, `could not parse 'OIDCDiscoveryCACert' value into a PEM certificate`},
 		{`{` + keys + `,"OIDCClientID":"abc"}`, `'OIDCClientID' must not be set for type "jwt"`},
 		{`{` + keys + `,"AllowedRedirectURIs":["http://x"]}`, `'AllowedRedirectURIs' must not be set for type "jwt"`},
 		{`{` + keys + `,"VerboseOIDCLogging":true}`, `'VerboseOIDCLogging' must not be set for type "jwt"`},

@@ -24,22 +24,27 @@ const (
 	jwksMaxBody = 1 << 20
 )
 
-// jwksCacheTTL is how long fetched keys are used without asking again. A
-// variable for tests.
-var jwksCacheTTL = time.Minute
-
-// jwksMinRefetch is the least time between two fetches caused by a token
-// whose key is not in the cache, so that tokens with made-up key IDs cannot
-// make the server hammer the key server. A variable for tests.
-var jwksMinRefetch = time.Second
+const (
+	// jwksCacheTTL is how long fetched keys are used without asking again.
+	jwksCacheTTL = time.Minute
+	// jwksMinRefetch is the least time between two fetches caused by a
+	// token whose key is not in the cache, so that tokens with made-up key
+	// IDs cannot make the server hammer the key server.
+	jwksMinRefetch = time.Second
+)
 
 // keySet is a remote JSON Web Key Set, fetched on demand and cached for
 // jwksCacheTTL; a token signed by a key the cache does not have causes a
 // refetch (key rotation), at most once per jwksMinRefetch. When a refetch
-// fails, keys fetched earlier are still used.
+// fails, keys fetched earlier are still used. With OIDC discovery every
+// fetch first reads the provider's configuration for its jwks_uri, under
+// the same timeout, size cap and refetch limit.
 type keySet struct {
-	url    string
-	client *http.Client
+	// url is the JWKS URL, or the OIDC issuer URL when discovery is set.
+	url       string
+	discovery bool
+	client    *http.Client
+	now       func() time.Time
 
 	mu          sync.Mutex
 	keys        []jose.JSONWebKey
@@ -51,23 +56,32 @@ type keySet struct {
 	fetchMu sync.Mutex // one fetch at a time
 }
 
-func newKeySet(url, caPEM string) (*keySet, error) {
+func newKeySet(url, caPEM string, discovery bool, now func() time.Time) (*keySet, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	if caPEM != "" {
-		pool, err := certPool(caPEM)
+		key := "JWKSCACert"
+		if discovery {
+			key = "OIDCDiscoveryCACert"
+		}
+		pool, err := certPoolFor(key, caPEM)
 		if err != nil {
 			return nil, err
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &keySet{url: url, client: &http.Client{Transport: transport, Timeout: jwksFetchTimeout}}, nil
+	return &keySet{url: url, discovery: discovery, now: now, client: &http.Client{Transport: transport, Timeout: jwksFetchTimeout}}, nil
 }
 
 // certPool parses JWKSCACert.
 func certPool(caPEM string) (*x509.CertPool, error) {
+	return certPoolFor("JWKSCACert", caPEM)
+}
+
+// certPoolFor parses the PEM CA of config key key.
+func certPoolFor(key, caPEM string) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM([]byte(caPEM)) {
-		return nil, errors.New("could not parse 'JWKSCACert' value into a PEM certificate")
+		return nil, fmt.Errorf("could not parse '%s' value into a PEM certificate", key)
 	}
 	return pool, nil
 }
@@ -82,7 +96,7 @@ func (ks *keySet) verify(ctx context.Context, sig *jose.JSONWebSignature) ([]byt
 	keys, fetched, gen := ks.keys, ks.fetched, ks.generation
 	ks.mu.Unlock()
 
-	if !fetched.IsZero() && time.Since(fetched) < jwksCacheTTL {
+	if !fetched.IsZero() && ks.now().Sub(fetched) < jwksCacheTTL {
 		if payload, ok := verifyWith(keys, kid, sig); ok {
 			return payload, nil
 		}
@@ -119,7 +133,7 @@ func (ks *keySet) refresh(ctx context.Context, gen uint64) ([]jose.JSONWebKey, e
 	defer ks.fetchMu.Unlock()
 
 	ks.mu.Lock()
-	recent := !ks.lastAttempt.IsZero() && time.Since(ks.lastAttempt) < jwksMinRefetch
+	recent := !ks.lastAttempt.IsZero() && ks.now().Sub(ks.lastAttempt) < jwksMinRefetch
 	if ks.generation != gen || recent {
 		keys, have, lastErr := ks.keys, !ks.fetched.IsZero(), ks.lastErr
 		ks.mu.Unlock()
@@ -134,7 +148,7 @@ func (ks *keySet) refresh(ctx context.Context, gen uint64) ([]jose.JSONWebKey, e
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	ks.generation++
-	ks.lastAttempt = time.Now()
+	ks.lastAttempt = ks.now()
 	ks.lastErr = err
 	if err != nil {
 		if !ks.fetched.IsZero() {
@@ -146,34 +160,77 @@ func (ks *keySet) refresh(ctx context.Context, gen uint64) ([]jose.JSONWebKey, e
 	return keys, nil
 }
 
-// fetch gets the key set, with go-oidc's error texts.
+// fetch gets the key set (after discovering its URL), with go-oidc's error
+// texts.
 func (ks *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, jwksFetchTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ks.url, nil)
+	jwksURL := ks.url
+	if ks.discovery {
+		var err error
+		if jwksURL, err = ks.discover(ctx); err != nil {
+			return nil, err
+		}
+	}
+	body, err := ks.get(ctx, jwksURL, "get keys")
 	if err != nil {
-		return nil, fmt.Errorf("oidc: can't create request: %v", err)
-	}
-	resp, err := ks.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("oidc: get keys failed: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, jwksMaxBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("oidc: get keys failed: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("oidc: get keys failed: %s %s", resp.Status, snippet(body))
-	}
-	if len(body) > jwksMaxBody {
-		return nil, fmt.Errorf("oidc: failed to decode keys: the key set is larger than %d bytes", jwksMaxBody)
+		return nil, err
 	}
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(body, &set); err != nil {
 		return nil, fmt.Errorf("oidc: failed to decode keys: %v %s", err, snippet(body))
 	}
 	return set.Keys, nil
+}
+
+// discover reads the provider's OpenID configuration and returns its
+// jwks_uri. As go-oidc does, the configuration must name the issuer it was
+// fetched from.
+func (ks *keySet) discover(ctx context.Context) (string, error) {
+	issuer := strings.TrimSuffix(ks.url, "/")
+	body, err := ks.get(ctx, issuer+"/.well-known/openid-configuration", "get provider configuration")
+	if err != nil {
+		return "", err
+	}
+	var doc struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", fmt.Errorf("oidc: failed to decode provider discovery object: %v %s", err, snippet(body))
+	}
+	if strings.TrimSuffix(doc.Issuer, "/") != issuer {
+		return "", fmt.Errorf("oidc: issuer did not match the issuer returned by provider, expected %q got %q", ks.url, doc.Issuer)
+	}
+	if !isHTTPURL(doc.JWKSURI) {
+		return "", fmt.Errorf("oidc: provider discovery object has no http or https jwks_uri: %q", doc.JWKSURI)
+	}
+	return doc.JWKSURI, nil
+}
+
+// get reads a URL's body, at most jwksMaxBody bytes; what names the step in
+// messages.
+func (ks *keySet) get(ctx context.Context, url, what string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("oidc: can't create request: %v", err)
+	}
+	resp, err := ks.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("oidc: %s failed: %v", what, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, jwksMaxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("oidc: %s failed: %v", what, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("oidc: %s failed: %s %s", what, resp.Status, snippet(body))
+	}
+	if len(body) > jwksMaxBody {
+		return nil, fmt.Errorf("oidc: %s failed: the response is larger than %d bytes", what, jwksMaxBody)
+	}
+	return body, nil
 }
 
 // snippet is the start of a response body for a message, on one line.

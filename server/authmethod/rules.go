@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/server/acl/bindrule"
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-bexpr/grammar"
 )
@@ -13,7 +13,7 @@ import (
 // the method's identity fields (design §3): a selector may only use the
 // method's value.<target> and list.<target> fields, with operators that fit
 // their types; BindName may only interpolate value.<target>. The rule's
-// other checks (syntax, BindType, name rules) are state.ValidateBindingRuleFields';
+// other checks (syntax, BindType, name rules) are bindrule.ValidateFields';
 // this adds what needs the method. Error texts are upstream's.
 func (c *Config) ValidateBindingRule(selector, bindType, bindName string) error {
 	if selector != "" {
@@ -21,7 +21,7 @@ func (c *Config) ValidateBindingRule(selector, bindType, bindName string) error 
 			return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
 		}
 	}
-	if _, err := state.ComputeBindName(bindType, bindName, blankVars(c)); err != nil {
+	if _, err := bindrule.ComputeBindName(bindType, bindName, blankVars(c)); err != nil {
 		return fmt.Errorf("Invalid Binding Rule: invalid BindName or BindVars: %v", err)
 	}
 	return nil
@@ -64,7 +64,7 @@ func init() { kindOperators[fieldListMap] = kindOperators[fieldStringMap] }
 // ValidateSelector parses a selector and checks that every field it uses
 // is one of the method's identity fields, used with an operator that fits.
 func (c *Config) ValidateSelector(selector string) error {
-	tree, err := state.ParseSelector(selector)
+	tree, err := bindrule.ParseSelector(selector)
 	if err != nil {
 		return err
 	}

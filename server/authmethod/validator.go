@@ -31,21 +31,25 @@ type Validator struct {
 // Option changes a Validator.
 type Option func(*Validator)
 
-// WithClock makes the validator read the time from now (tests).
+// WithClock makes the validator (token times and the key cache) read the
+// time from now.
 func WithClock(now func() time.Time) Option { return func(v *Validator) { v.now = now } }
 
 // NewValidator returns a validator for a parsed configuration.
 func NewValidator(cfg *Config, opts ...Option) (*Validator, error) {
 	v := &Validator{cfg: cfg, now: time.Now}
-	if cfg.JWKSURL != "" {
-		ks, err := newKeySet(cfg.JWKSURL, cfg.JWKSCACert)
-		if err != nil {
-			return nil, err
-		}
-		v.jwks = ks
-	}
 	for _, o := range opts {
 		o(v)
+	}
+	var err error
+	switch {
+	case cfg.JWKSURL != "":
+		v.jwks, err = newKeySet(cfg.JWKSURL, cfg.JWKSCACert, false, v.now)
+	case cfg.OIDCDiscoveryURL != "":
+		v.jwks, err = newKeySet(cfg.OIDCDiscoveryURL, cfg.OIDCDiscoveryCACert, true, v.now)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return v, nil
 }

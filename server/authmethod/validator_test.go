@@ -316,18 +316,15 @@ func (s *jwksServer) setStatus(code int) {
 }
 
 func TestJWKS(t *testing.T) {
-	old := jwksMinRefetch
-	jwksMinRefetch = 50 * time.Millisecond
-	t.Cleanup(func() { jwksMinRefetch = old })
-
 	now := time.Now()
+	clock := &testClock{now: now}
 	k1 := newKey(t, jose.RS256)
 	k1.kid = "k1"
 	k2 := newKey(t, jose.ES256)
 	k2.kid = "k2"
 	srv := newJWKSServer(t, k1)
 	v, err := NewValidator(mustConfig(t, map[string]any{"JWKSURL": srv.URL, "ClaimMappings": map[string]any{"sub": "name"}}),
-		WithClock(func() time.Time { return now }))
+		WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,9 +341,13 @@ func TestJWKS(t *testing.T) {
 		t.Errorf("fetches after two logins: %d, want 1", n)
 	}
 
-	// Rotation: a token with a new kid makes the validator refetch.
+	// Rotation: a token with a new kid makes the validator refetch, once
+	// the refetch interval has passed.
 	srv.setKeys(k1, k2)
-	time.Sleep(60 * time.Millisecond)
+	if _, err := v.ValidateLogin(ctx, k2.sign(t, claims)); err == nil {
+		t.Fatal("a new kid was fetched again within the refetch interval")
+	}
+	clock.Advance(jwksMinRefetch)
 	if _, err := v.ValidateLogin(ctx, k2.sign(t, claims)); err != nil {
 		t.Fatalf("rotated key: %v", err)
 	}
@@ -354,8 +355,8 @@ func TestJWKS(t *testing.T) {
 		t.Errorf("fetches after rotation: %d, want 2", n)
 	}
 
-	// Unknown kids do not make it fetch more than once per interval.
-	jwksMinRefetch = time.Hour
+	// Unknown kids do not make it fetch more than once per interval (the
+	// clock stands still here).
 	stranger := newKey(t, jose.RS256)
 	stranger.kid = "nope"
 	before := srv.fetches.Load()
@@ -378,12 +379,8 @@ func TestJWKS(t *testing.T) {
 
 	// The cache expires while the key server fails: the keys fetched
 	// earlier are still used.
-	oldTTL := jwksCacheTTL
-	jwksCacheTTL = 10 * time.Millisecond
-	t.Cleanup(func() { jwksCacheTTL = oldTTL })
-	jwksMinRefetch = 0
 	srv.setStatus(http.StatusInternalServerError)
-	time.Sleep(20 * time.Millisecond)
+	clock.Advance(jwksCacheTTL)
 	before = srv.fetches.Load()
 	if _, err := v.ValidateLogin(ctx, k2.sign(t, claims)); err != nil {
 		t.Errorf("cached key while the key server is down: %v", err)

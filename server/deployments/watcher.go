@@ -44,6 +44,10 @@ const (
 	RuleHealthy     = "allocations-healthy"
 )
 
+// retryDelay is when a write that failed without the state changing (a
+// lost Raft round, say) is tried again; a change wakes the watcher sooner.
+const retryDelay = 5 * time.Second
+
 func watcherCause(rule string) state.DeploymentCause {
 	return state.DeploymentCause{Kind: "watcher", Rule: rule}
 }
@@ -78,6 +82,7 @@ func (w *Watcher) Run(ctx context.Context) {
 				delete(pending, id)
 				if err := w.healthEval(st, id); err != nil {
 					log.Warn("creating evaluation for healthy allocations", "deployment", id, "error", err)
+					pending[id] = time.Now().Add(retryDelay)
 				}
 			} else if batch.IsZero() || at.Before(batch) {
 				batch = at
@@ -125,6 +130,7 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 	if len(unhealthy) > 0 {
 		if err := w.fail(st, d, state.DeploymentStatusDescriptionFailedAllocations, unhealthy, RuleUnhealthy); err != nil {
 			log.Warn("failing deployment on unhealthy allocations", "deployment", d.ID, "error", err)
+			return now.Add(retryDelay)
 		}
 		return time.Time{}
 	}
@@ -146,12 +152,16 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 	if !deadline.IsZero() && !now.Before(deadline) {
 		if err := w.fail(st, d, state.DeploymentStatusDescriptionProgressDeadline, short, RuleDeadline); err != nil {
 			log.Warn("failing deployment on its progress deadline", "deployment", d.ID, "error", err)
+			return now.Add(retryDelay)
 		}
 		return time.Time{}
 	}
 	if w.canAutoPromote(st, d) {
 		if _, err := w.ops.promote(st, d, true, nil, watcherCause(RuleAutoPromote)); err != nil {
 			log.Warn("auto-promoting deployment", "deployment", d.ID, "error", err)
+			if retry := now.Add(retryDelay); deadline.IsZero() || retry.Before(deadline) {
+				return retry
+			}
 		}
 		return deadline
 	}

@@ -83,6 +83,9 @@ func (s *Service) Register(node *state.Node) (string, time.Duration, uint64, err
 	if n.Datacenter == "" {
 		n.Datacenter = "dc1"
 	}
+	if !nameRE.MatchString(n.Datacenter) {
+		return "", 0, 0, invalid("Node Datacenter %q is invalid: letters, digits, '.', '_' and '-', at most 128 characters", n.Datacenter)
+	}
 	if n.ID != "" && !uuidRE.MatchString(n.ID) {
 		return "", 0, 0, invalid("Node ID %q is invalid: a 36-character UUID is required", n.ID)
 	}

@@ -135,7 +135,9 @@ func testJob(id string, count int, opts ...jobOpt) *state.Job {
 	return j
 }
 
-func withMaxParallel(n int) jobOpt { return func(j *state.Job) { j.TaskGroups[0].Update.MaxParallel = n } }
+func withMaxParallel(n int) jobOpt {
+	return func(j *state.Job) { j.TaskGroups[0].Update.MaxParallel = n }
+}
 func withCanary(n int, auto bool) jobOpt {
 	return func(j *state.Job) { j.TaskGroups[0].Update.Canary, j.TaskGroups[0].Update.AutoPromote = n, auto }
 }
@@ -207,7 +209,9 @@ func (h *harness) allocs(jobID string) []*state.Allocation {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	sort.Slice(as, func(i, j int) bool { return as[i].Name < as[j].Name || (as[i].Name == as[j].Name && as[i].CreateIndex < as[j].CreateIndex) })
+	sort.Slice(as, func(i, j int) bool {
+		return as[i].Name < as[j].Name || (as[i].Name == as[j].Name && as[i].CreateIndex < as[j].CreateIndex)
+	})
 	return as
 }
 

@@ -56,10 +56,13 @@ type groupState struct {
 	current, inplace, destructive []*state.Allocation
 	// donors are dead (failed or lost) allocations awaiting a replacement,
 	// by name index; donorStop says how to stop one when it is replaced.
-	donors     map[int]*state.Allocation
-	donorStop  map[string]string
-	missing    int
-	hadRunning bool
+	donors    map[int]*state.Allocation
+	donorStop map[string]string
+	// canaryDonors are dead canaries of the current deployment: their
+	// replacements are canaries again.
+	canaryDonors []*state.Allocation
+	missing      int
+	hadRunning   bool
 
 	placed, queued int
 	requireCanary  bool
@@ -260,6 +263,20 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 		}
 		dead := a.ClientStatus == state.AllocClientStatusFailed || a.ClientStatus == state.AllocClientStatusLost
 		switch {
+		case canaryIDs[a.ID] && a.NextAllocation == "" && (dead || (a.DesiredStatus == state.AllocDesiredStatusRun && r.tainted(a.NodeID))):
+			if a.DesiredStatus == state.AllocDesiredStatusRun {
+				desc, cs := allocRescheduled, ""
+				if a.ClientStatus != state.AllocClientStatusFailed {
+					desc, cs = allocLost, state.AllocClientStatusLost
+				}
+				gs.donorStop[a.ID] = desc
+				if cs != "" && !dead {
+					// On a down node: lost now, whether or not it is replaced.
+					r.stop(a, desc, cs)
+				}
+			}
+			gs.canaryDonors = append(gs.canaryDonors, a)
+			continue
 		case a.DesiredStatus != state.AllocDesiredStatusRun:
 			if dead && a.NextAllocation == "" {
 				gs.addDonor(a, "")

@@ -34,11 +34,32 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 		names.take(allocIndex(a.Name))
 	}
 
-	// Canaries come first when the version changed destructively.
-	s := gs.strategy
-	gs.requireCanary = tracked && len(gs.destructive) > 0 && s.Canary > 0 && !gs.dstate.Promoted && len(gs.canaries) < s.Canary
+	// Canaries come first when the version changed destructively. Once a
+	// deployment wants canaries, it keeps that many until promoted, even if
+	// the allocations they were to replace are gone meanwhile.
+	gs.requireCanary = canaryState && len(gs.canaries) < gs.dstate.DesiredCanaries
 	if gs.requireCanary && ready {
-		for _, idx := range canaryIndexes(s.Canary-len(gs.canaries), gs, names) {
+		n := gs.dstate.DesiredCanaries - len(gs.canaries)
+		// A canary may share its name only with an allocation it is to
+		// replace (a destructive update), so that promotion stops that one.
+		taken := map[int]bool{}
+		for _, group := range [][]*state.Allocation{gs.canaries, gs.current, gs.inplace} {
+			for _, a := range group {
+				taken[allocIndex(a.Name)] = true
+			}
+		}
+		// A dead canary is replaced by a canary under its name.
+		byIndex(gs.canaryDonors)
+		for _, prev := range gs.canaryDonors {
+			if idx := allocIndex(prev.Name); n > 0 && idx >= 0 && !taken[idx] {
+				taken[idx] = true
+				names.take(idx)
+				n--
+				r.placeAlloc(gs, idx, prev, true, depID)
+			}
+		}
+		for _, idx := range canaryIndexes(n, gs.destructive, taken, names) {
+			names.take(idx)
 			r.placeAlloc(gs, idx, nil, true, depID)
 		}
 	}
@@ -73,6 +94,15 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 			r.placeAlloc(gs, names.free(), nil, false, depID)
 		}
 		limit -= min(attempted, limit)
+		// Failed allocations nothing replaces (the group is full without
+		// them) are stopped, so that they do not linger as runnable.
+		if gs.missing == 0 {
+			for _, idx := range idxs {
+				if prev := gs.donors[idx]; gs.donorStop[prev.ID] != "" {
+					r.stop(prev, allocNotNeeded, "")
+				}
+			}
+		}
 	}
 
 	// Destructive updates: at most limit in flight; the old allocation is
@@ -111,16 +141,12 @@ func (r *reconciler) limit(gs *groupState, tracked bool) int {
 	return max(limit, 0)
 }
 
-// canaryIndexes picks n canary names: first those of allocations being
-// destructively updated (so the promoted canary takes over the name), then
-// free ones.
-func canaryIndexes(n int, gs *groupState, names *nameIndex) []int {
-	taken := map[int]bool{}
-	for _, c := range gs.canaries {
-		taken[allocIndex(c.Name)] = true
-	}
+// canaryIndexes picks n canary names not in taken: first those of
+// allocations being destructively updated (so the promoted canary takes
+// over the name), then free ones.
+func canaryIndexes(n int, destructive []*state.Allocation, taken map[int]bool, names *nameIndex) []int {
 	var out []int
-	for _, a := range gs.destructive {
+	for _, a := range destructive {
 		if len(out) == n {
 			return out
 		}
@@ -130,7 +156,10 @@ func canaryIndexes(n int, gs *groupState, names *nameIndex) []int {
 		}
 	}
 	for len(out) < n {
-		out = append(out, names.free())
+		idx := names.free()
+		if !taken[idx] {
+			out = append(out, idx)
+		}
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package state
+package bindrule
 
 import (
 	"strings"
@@ -25,10 +25,10 @@ func FuzzBindName(f *testing.F) {
 		vars := map[string]string{"value.name": value, "value.org": strings.ToUpper(value)}
 		for _, v := range []map[string]string{vars, nil, {}} {
 			name, err := ComputeBindName(bindType, bindName, v)
-			if err == nil && !validBindName(bindType, name) {
+			if err == nil && !ValidName(bindType, name) {
 				t.Fatalf("ComputeBindName(%q, %q, %v) = %q, which the %q rule refuses", bindType, bindName, v, name, bindType)
 			}
 		}
-		_ = ValidateBindingRuleFields("", bindType, bindName)
+		_ = ValidateFields("", bindType, bindName)
 	})
 }

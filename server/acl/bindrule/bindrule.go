@@ -1,20 +1,18 @@
-package state
+// Package bindrule validates a binding rule's fields and renders its
+// BindName: go-bexpr selector parsing and HIL templates. It is pure (no
+// store, no clock), so that the service, the auth methods and explain share
+// one definition of a valid rule.
+package bindrule
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 
+	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-bexpr/grammar"
 	"github.com/hashicorp/hil"
 	"github.com/hashicorp/hil/ast"
-)
-
-// Bind types of a binding rule.
-const (
-	BindTypeService = "service"
-	BindTypeNode    = "node"
-	BindTypeRole    = "role"
 )
 
 var (
@@ -22,12 +20,12 @@ var (
 	roleNameRE    = regexp.MustCompile(`^[A-Za-z0-9\-_]{1,256}$`)
 )
 
-// validBindName says whether a computed name is allowed for the bind type.
-func validBindName(bindType, name string) bool {
+// ValidName says whether a computed name is allowed for the bind type.
+func ValidName(bindType, name string) bool {
 	switch bindType {
-	case BindTypeService, BindTypeNode:
+	case state.BindTypeService, state.BindTypeNode:
 		return len(name) <= 256 && serviceNameRE.MatchString(name)
-	case BindTypeRole:
+	case state.BindTypeRole:
 		return roleNameRE.MatchString(name)
 	}
 	return false
@@ -44,11 +42,11 @@ func ParseSelector(selector string) (grammar.Expression, error) {
 	return tree.(grammar.Expression), nil
 }
 
-// ValidateBindingRuleFields checks Selector, BindType and BindName of a rule
+// ValidateFields checks Selector, BindType and BindName of a rule
 // without knowing its auth method: every interpolation is rendered as
 // "fake" and the result must be a valid name for the bind type. The error
 // texts are the ones users of the upstream service know.
-func ValidateBindingRuleFields(selector, bindType, bindName string) error {
+func ValidateFields(selector, bindType, bindName string) error {
 	if selector != "" {
 		tree, err := ParseSelector(selector)
 		if err != nil {
@@ -67,7 +65,7 @@ func ValidateBindingRuleFields(selector, bindType, bindName string) error {
 		return fmt.Errorf("Invalid Binding Rule: no BindName is set")
 	}
 	switch bindType {
-	case BindTypeService, BindTypeNode, BindTypeRole:
+	case state.BindTypeService, state.BindTypeNode, state.BindTypeRole:
 	default:
 		return fmt.Errorf("Invalid Binding Rule: unknown BindType %q", bindType)
 	}
@@ -111,7 +109,7 @@ func ComputeBindName(bindType, bindName string, vars map[string]string) (string,
 	if err != nil {
 		return "", fmt.Errorf("failed to validate bindType %q: error interpreting template: %v", bindType, err)
 	}
-	if !validBindName(bindType, name) {
+	if !ValidName(bindType, name) {
 		return "", fmt.Errorf("failed to validate bindType %q: invalid bind name: %q", bindType, name)
 	}
 	return name, nil

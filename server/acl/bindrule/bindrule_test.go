@@ -1,4 +1,4 @@
-package state
+package bindrule
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ const (
 	invalidSel  = "invalid Binding Rule: Selector is invalid: "
 )
 
-func TestValidateBindingRuleFields(t *testing.T) {
+func TestValidateFields(t *testing.T) {
 	long256 := strings.Repeat("a", 256)
 	long257 := strings.Repeat("a", 257)
 	tests := []struct {
@@ -102,13 +102,13 @@ func TestValidateBindingRuleFields(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateBindingRuleFields(tc.selector, tc.bindType, tc.bindName)
+			err := ValidateFields(tc.selector, tc.bindType, tc.bindName)
 			got := ""
 			if err != nil {
 				got = err.Error()
 			}
 			if got != tc.want {
-				t.Fatalf("ValidateBindingRuleFields(%q, %q, %q)\n got: %q\nwant: %q", tc.selector, tc.bindType, tc.bindName, got, tc.want)
+				t.Fatalf("ValidateFields(%q, %q, %q)\n got: %q\nwant: %q", tc.selector, tc.bindType, tc.bindName, got, tc.want)
 			}
 		})
 	}

@@ -1,0 +1,242 @@
+package client
+
+import (
+	"time"
+
+	"github.com/ctlplane/ctlplane/state"
+)
+
+// Nomad's update-strategy defaults.
+const (
+	defaultMinHealthyTime  = 10 * time.Second
+	defaultHealthyDeadline = 5 * time.Minute
+)
+
+// allocRunner runs one allocation: its tasks, its client status and its
+// health for the deployment. Like taskRunner it lives under the client's lock.
+type allocRunner struct {
+	c     *Client
+	alloc *state.Allocation
+	group *state.TaskGroup
+	tasks []*taskRunner
+
+	status      string
+	description string
+	stopping    bool
+
+	// Health: reported once, for allocations of a deployment.
+	watchHealth    bool
+	healthReported *state.AllocDeploymentStatus
+	minTimer       Timer
+	deadlineTimer  Timer
+	healthGen      uint64
+}
+
+func newAllocRunner(c *Client, a *state.Allocation, tg *state.TaskGroup) *allocRunner {
+	ar := &allocRunner{c: c, alloc: a, group: tg, status: state.AllocClientStatusPending}
+	for _, t := range tg.Tasks {
+		ar.tasks = append(ar.tasks, newTaskRunner(ar, t))
+	}
+	u := tg.Update
+	ar.watchHealth = a.DeploymentID != "" && u != nil && u.HealthCheck != state.UpdateHealthManual
+	return ar
+}
+
+// run starts every task and the health deadline.
+func (ar *allocRunner) run() {
+	if ar.watchHealth {
+		d := ar.group.Update.HealthyDeadline
+		if d <= 0 {
+			d = defaultHealthyDeadline
+		}
+		g := ar.healthGen
+		ar.deadlineTimer = ar.c.clock.AfterFunc(d, ar.locked(func() {
+			if g == ar.healthGen {
+				ar.reportHealth(false)
+			}
+		}))
+	}
+	for _, tr := range ar.tasks {
+		tr.start()
+	}
+	ar.changed()
+}
+
+// locked wraps a timer callback: under the client's lock, skipped once the
+// client is closed, followed by a status report.
+func (ar *allocRunner) locked(fn func()) func() {
+	c := ar.c
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return
+		}
+		fn()
+		ar.changed()
+	}
+}
+
+func (ar *allocRunner) restartPolicy() state.RestartPolicy {
+	if ar.group.RestartPolicy != nil {
+		return *ar.group.RestartPolicy
+	}
+	return defaultRestartPolicy
+}
+
+// update takes a newer version of the allocation from the servers.
+func (ar *allocRunner) update(a *state.Allocation, tg *state.TaskGroup) {
+	ar.alloc = a
+	if tg != nil {
+		ar.group = tg
+	}
+	switch a.DesiredStatus {
+	case state.AllocDesiredStatusStop, state.AllocDesiredStatusEvict:
+		ar.stop()
+	}
+}
+
+// stop kills every task (the servers want the allocation stopped).
+func (ar *allocRunner) stop() {
+	if ar.stopping {
+		return
+	}
+	ar.stopping = true
+	ar.stopHealth()
+	for _, tr := range ar.tasks {
+		tr.kill("")
+	}
+	ar.changed()
+}
+
+// taskFailed kills the failed task's siblings, as Nomad does.
+func (ar *allocRunner) taskFailed(failed *taskRunner) {
+	for _, tr := range ar.tasks {
+		if tr == failed || tr.phase == phaseDead {
+			continue
+		}
+		tr.event(&state.TaskEvent{Type: state.TaskSiblingFailed, FailedSibling: failed.task.Name,
+			DisplayMessage: "Task's sibling \"" + failed.task.Name + "\" failed"}, "")
+		tr.kill("")
+	}
+}
+
+// destroy drops the runner (the allocation is gone from the servers).
+func (ar *allocRunner) destroy() {
+	ar.stopHealth()
+	for _, tr := range ar.tasks {
+		tr.disarm()
+	}
+}
+
+// changed recomputes the client status and health after a task changed,
+// and queues a report.
+func (ar *allocRunner) changed() {
+	var pending, running, dead, failed bool
+	allRunning := len(ar.tasks) > 0
+	for _, tr := range ar.tasks {
+		switch {
+		case tr.st.State == state.TaskStateDead && tr.st.Failed:
+			failed = true
+		case tr.st.State == state.TaskStateDead:
+			dead = true
+		case tr.st.State == state.TaskStateRunning:
+			running = true
+		default:
+			pending = true
+		}
+		if tr.st.State != state.TaskStateRunning {
+			allRunning = false
+		}
+	}
+	status, desc := state.AllocClientStatusPending, "No tasks have started"
+	switch {
+	case failed:
+		status, desc = state.AllocClientStatusFailed, "Failed tasks"
+	case running:
+		status, desc = state.AllocClientStatusRunning, "Tasks are running"
+	case pending:
+	case dead:
+		status, desc = state.AllocClientStatusComplete, "All tasks have completed"
+	}
+	ar.status, ar.description = status, desc
+	ar.checkHealth(failed, allRunning)
+	ar.c.queueUpdate(ar.report())
+}
+
+// checkHealth follows the group's health check: healthy once every task
+// has run for MinHealthyTime, unhealthy when a task fails (or, from run's
+// timer, at the HealthyDeadline).
+func (ar *allocRunner) checkHealth(failed, allRunning bool) {
+	if !ar.watchHealth || ar.healthReported != nil || ar.stopping {
+		return
+	}
+	if failed {
+		ar.reportHealth(false)
+		return
+	}
+	if !allRunning {
+		if ar.minTimer != nil {
+			ar.minTimer.Stop()
+			ar.minTimer = nil
+			ar.healthGen++
+		}
+		return
+	}
+	if ar.minTimer != nil {
+		return
+	}
+	min := ar.group.Update.MinHealthyTime
+	if min < 0 {
+		min = defaultMinHealthyTime
+	}
+	if min == 0 {
+		ar.reportHealth(true)
+		return
+	}
+	g := ar.healthGen
+	ar.minTimer = ar.c.clock.AfterFunc(min, ar.locked(func() {
+		if g == ar.healthGen {
+			ar.reportHealth(true)
+		}
+	}))
+}
+
+func (ar *allocRunner) reportHealth(healthy bool) {
+	if ar.healthReported != nil {
+		return
+	}
+	h := healthy
+	ar.healthReported = &state.AllocDeploymentStatus{Healthy: &h, Timestamp: ar.c.clock.Now().UTC()}
+	ar.stopHealth()
+}
+
+func (ar *allocRunner) stopHealth() {
+	ar.healthGen++
+	if ar.minTimer != nil {
+		ar.minTimer.Stop()
+		ar.minTimer = nil
+	}
+	if ar.deadlineTimer != nil {
+		ar.deadlineTimer.Stop()
+		ar.deadlineTimer = nil
+	}
+}
+
+// report is the allocation's status as the servers should see it.
+func (ar *allocRunner) report() *state.AllocClientUpdate {
+	u := &state.AllocClientUpdate{
+		ID:                ar.alloc.ID,
+		ClientStatus:      ar.status,
+		ClientDescription: ar.description,
+		TaskStates:        make(map[string]*state.TaskState, len(ar.tasks)),
+	}
+	for _, tr := range ar.tasks {
+		u.TaskStates[tr.task.Name] = tr.snapshot()
+	}
+	if ar.healthReported != nil {
+		ds := *ar.healthReported
+		u.DeploymentStatus = &ds
+	}
+	return u
+}

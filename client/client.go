@@ -1,0 +1,470 @@
+// Package client is the node agent: it registers a node with the servers,
+// heartbeats, follows the node's allocations with blocking queries and
+// runs their tasks with the mock driver, reporting task states, client
+// status and deployment health back in batches. It is built to run by the
+// thousand in one process (simulated nodes): per client one goroutine
+// (the allocation watch) and timers, no polling.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Config configures a client.
+type Config struct {
+	// Servers are the servers' HTTP base URLs, tried in turn (with backoff
+	// and jitter) when one fails.
+	Servers []string
+	// Token is a token with node:write ("" when ACLs are off).
+	Token string
+	// NodeID is the node's ID (a UUID); "" picks a new one.
+	NodeID     string
+	NodeName   string
+	Datacenter string
+	Resources  state.Resources
+	Meta       map[string]string
+	Logger     hclog.Logger
+	// Now is the clock of task events and health (default time.Now).
+	Now func() time.Time
+	// Clock, when set, replaces Now and also drives the task timers
+	// (tests use a ManualClock).
+	Clock Clock
+	// HTTPClient sends the requests (default: one shared by every client
+	// of the process, with a large connection pool).
+	HTTPClient *http.Client
+	// FlushInterval batches status reports (default 50ms); a batch of
+	// FlushSize reports (default 100) is sent at once.
+	FlushInterval time.Duration
+	FlushSize     int
+}
+
+// Client is one node agent.
+type Client struct {
+	cfg     Config
+	logger  hclog.Logger
+	clock   Clock
+	servers []*api.Client
+	nodeID  string
+
+	ctx context.Context
+
+	mu       sync.Mutex
+	closed   bool
+	cur      int          // index of the server in use
+	failures atomic.Int32 // consecutive failures, for the backoff
+	ttl      time.Duration
+	hbTimer  *time.Timer
+	runners  map[string]*allocRunner
+	// pending status reports by allocation, sent by flush.
+	pending    map[string]*state.AllocClientUpdate
+	flushTimer *time.Timer
+	flushing   bool
+	// registered is closed once the first registration succeeded.
+	registered chan struct{}
+}
+
+var (
+	sharedOnce sync.Once
+	sharedHTTP *http.Client
+)
+
+// sharedHTTPClient is the default HTTP client of every Client in the
+// process: one pool, big enough for a connection per simulated node.
+func sharedHTTPClient() *http.Client {
+	sharedOnce.Do(func() {
+		tr := &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        0,
+			MaxIdleConnsPerHost: 4096,
+			IdleConnTimeout:     90 * time.Second,
+		}
+		sharedHTTP = &http.Client{Transport: tr}
+	})
+	return sharedHTTP
+}
+
+// New returns a client; Run starts it.
+func New(cfg Config) (*Client, error) {
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("client: at least one server address is needed")
+	}
+	if cfg.NodeID == "" {
+		cfg.NodeID = uuid.NewString()
+	}
+	if _, err := uuid.Parse(cfg.NodeID); err != nil || len(cfg.NodeID) != 36 {
+		return nil, fmt.Errorf("client: node ID %q is not a 36-character UUID", cfg.NodeID)
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = "node-" + cfg.NodeID[:8]
+	}
+	if cfg.Datacenter == "" {
+		cfg.Datacenter = "dc1"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = sharedHTTPClient()
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = 50 * time.Millisecond
+	}
+	if cfg.FlushSize <= 0 {
+		cfg.FlushSize = 100
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = realClock{now: cfg.Now}
+	}
+	c := &Client{
+		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID,
+		runners: map[string]*allocRunner{}, pending: map[string]*state.AllocClientUpdate{},
+		registered: make(chan struct{}), ctx: context.Background(),
+	}
+	for _, addr := range cfg.Servers {
+		ac, err := api.NewClient(api.Config{Address: addr, Token: cfg.Token, HTTPClient: cfg.HTTPClient})
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		c.servers = append(c.servers, ac)
+	}
+	return c, nil
+}
+
+// NodeID is the node's ID.
+func (c *Client) NodeID() string { return c.nodeID }
+
+// Registered is closed once the node is registered.
+func (c *Client) Registered() <-chan struct{} { return c.registered }
+
+// Run registers the node and runs it until ctx ends. Task timers stop
+// with it (simulated tasks end with their client).
+func (c *Client) Run(ctx context.Context) error {
+	c.mu.Lock()
+	c.ctx = ctx
+	c.mu.Unlock()
+	defer c.shutdown()
+	if err := c.register(ctx); err != nil {
+		return err
+	}
+	close(c.registered)
+	var index uint64
+	for ctx.Err() == nil {
+		srv := c.server()
+		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if api.IsNotFound(err) {
+				// The servers forgot the node (e.g. a restored snapshot).
+				if err := c.register(ctx); err != nil {
+					return err
+				}
+				index = 0
+				continue
+			}
+			c.failed(srv, err)
+			if !c.sleep(ctx, c.backoff()) {
+				break
+			}
+			continue
+		}
+		c.succeeded()
+		index = meta.LastIndex
+		c.reconcile(allocs)
+	}
+	return nil
+}
+
+func (c *Client) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.hbTimer != nil {
+		c.hbTimer.Stop()
+	}
+	if c.flushTimer != nil {
+		c.flushTimer.Stop()
+	}
+	for _, ar := range c.runners {
+		ar.destroy()
+	}
+}
+
+// register registers the node, retrying until it works or ctx ends, and
+// starts the heartbeats.
+func (c *Client) register(ctx context.Context) error {
+	drivers := map[string]*api.DriverInfo{
+		MockDriver:      {Detected: true, Healthy: true},
+		MockDriverAlias: {Detected: true, Healthy: true},
+	}
+	reg := &api.NodeRegistration{
+		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: drivers,
+		Resources: c.cfg.Resources, Meta: c.cfg.Meta,
+		Attributes: map[string]string{"driver.mock_driver": "1", "kernel.name": "simulated"},
+	}
+	for {
+		srv := c.server()
+		resp, err := srv.RegisterNode(ctx, reg)
+		if err == nil {
+			c.succeeded()
+			c.mu.Lock()
+			c.ttl = resp.HeartbeatTTL
+			c.armHeartbeatLocked(heartbeatInterval(resp.HeartbeatTTL))
+			c.mu.Unlock()
+			c.logger.Debug("registered", "ttl", resp.HeartbeatTTL)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var apiErr *api.Error
+		if errors.As(err, &apiErr) && apiErr.StatusCode >= 400 && apiErr.StatusCode < 500 && apiErr.StatusCode != 404 {
+			// Refused (bad token, invalid node): retrying will not help.
+			return fmt.Errorf("registering node %s: %w", c.cfg.NodeName, err)
+		}
+		c.failed(srv, err)
+		if !c.sleep(ctx, c.backoff()) {
+			return ctx.Err()
+		}
+	}
+}
+
+// heartbeatInterval is half the TTL less up to a tenth of it, so that
+// nodes started together do not heartbeat in lockstep.
+func heartbeatInterval(ttl time.Duration) time.Duration {
+	return ttl/2 - rand.N(ttl/10+1)
+}
+
+func (c *Client) armHeartbeatLocked(d time.Duration) {
+	if c.closed {
+		return
+	}
+	if d <= 0 {
+		d = time.Second
+	}
+	if c.hbTimer != nil {
+		c.hbTimer.Stop()
+	}
+	c.hbTimer = time.AfterFunc(d, c.heartbeat)
+}
+
+// heartbeat runs in its timer's goroutine and re-arms itself.
+func (c *Client) heartbeat() {
+	c.mu.Lock()
+	ctx, closed := c.ctx, c.closed
+	c.mu.Unlock()
+	if closed || ctx.Err() != nil {
+		return
+	}
+	srv := c.server()
+	resp, err := srv.Heartbeat(ctx, c.nodeID)
+	switch {
+	case err == nil:
+		c.succeeded()
+		c.mu.Lock()
+		c.ttl = resp.HeartbeatTTL
+		c.armHeartbeatLocked(heartbeatInterval(resp.HeartbeatTTL))
+		c.mu.Unlock()
+		return
+	case api.IsNotFound(err):
+		if c.register(ctx) == nil {
+			return
+		}
+	default:
+		c.failed(srv, err)
+	}
+	c.mu.Lock()
+	c.armHeartbeatLocked(min(c.backoff(), c.ttl/4))
+	c.mu.Unlock()
+}
+
+// server is the server in use.
+func (c *Client) server() *api.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.servers[c.cur]
+}
+
+// failed moves on to the next server after a failure of srv.
+func (c *Client) failed(srv *api.Client, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failures.Add(1)
+	if c.servers[c.cur] == srv {
+		c.cur = (c.cur + 1) % len(c.servers)
+	}
+	c.logger.Debug("server request failed", "server", srv.Address(), "error", err)
+}
+
+func (c *Client) succeeded() { c.failures.Store(0) }
+
+// backoff is the wait before the next try: exponential in the consecutive
+// failures (250ms to 10s), plus up to 50% jitter. Callers may hold c.mu or not.
+func (c *Client) backoff() time.Duration {
+	n := min(c.failures.Load(), 6)
+	d := min(250*time.Millisecond<<n, 10*time.Second)
+	return d + rand.N(d/2+1)
+}
+
+// sleep waits d (real time), or until ctx ends (false).
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// reconcile starts, updates, stops and drops runners after a read of the
+// node's allocations.
+func (c *Client) reconcile(allocs []*api.ClientAlloc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	seen := make(map[string]bool, len(allocs))
+	for _, ca := range allocs {
+		a := ca.Allocation
+		if a == nil {
+			continue
+		}
+		seen[a.ID] = true
+		if ar := c.runners[a.ID]; ar != nil {
+			if a.DesiredStatus != ar.alloc.DesiredStatus || a.AllocModifyIndex > ar.alloc.AllocModifyIndex {
+				ar.update(a, ca.TaskGroup)
+			}
+			continue
+		}
+		if a.ClientTerminalStatus() {
+			continue
+		}
+		if a.TerminalStatus() {
+			// Told to stop before it ever ran here: report it ended.
+			c.queueUpdate(&state.AllocClientUpdate{ID: a.ID, ClientStatus: state.AllocClientStatusComplete,
+				ClientDescription: "Allocation stopped before it started", TaskStates: a.TaskStates})
+			continue
+		}
+		if ca.TaskGroup == nil {
+			c.queueUpdate(&state.AllocClientUpdate{ID: a.ID, ClientStatus: state.AllocClientStatusFailed,
+				ClientDescription: fmt.Sprintf("task group %q of job %q version %d not found", a.TaskGroup, a.JobID, a.JobVersion)})
+			continue
+		}
+		ar := newAllocRunner(c, a, ca.TaskGroup)
+		c.runners[a.ID] = ar
+		ar.run()
+	}
+	for id, ar := range c.runners {
+		if !seen[id] {
+			ar.destroy()
+			delete(c.runners, id)
+		}
+	}
+}
+
+// queueUpdate adds a report to the next batch (a newer report of the same
+// allocation replaces an older one). Called with c.mu held.
+func (c *Client) queueUpdate(u *state.AllocClientUpdate) {
+	if c.closed {
+		return
+	}
+	c.pending[u.ID] = u
+	if c.flushing {
+		return
+	}
+	if len(c.pending) >= c.cfg.FlushSize {
+		if c.flushTimer != nil {
+			c.flushTimer.Stop()
+		}
+		c.flushTimer = time.AfterFunc(0, c.flush)
+		return
+	}
+	if c.flushTimer == nil {
+		c.flushTimer = time.AfterFunc(c.cfg.FlushInterval, c.flush)
+	}
+}
+
+// flush sends the pending reports in one request (at most
+// api's per-request cap); on failure they are kept for the next try,
+// unless a newer report replaced them meanwhile.
+func (c *Client) flush() {
+	c.mu.Lock()
+	c.flushTimer = nil
+	if c.closed || c.flushing || len(c.pending) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	batch := make([]*state.AllocClientUpdate, 0, len(c.pending))
+	for id, u := range c.pending {
+		if len(batch) == maxUpdatesPerRequest {
+			break
+		}
+		batch = append(batch, u)
+		delete(c.pending, id)
+	}
+	c.flushing = true
+	ctx := c.ctx
+	c.mu.Unlock()
+
+	srv := c.server()
+	_, err := srv.UpdateAllocations(ctx, c.nodeID, batch)
+	var apiErr *api.Error
+	refused := errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusRequestEntityTooLarge)
+	if err != nil && !refused {
+		c.failed(srv, err)
+	} else if err == nil {
+		c.succeeded()
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushing = false
+	if refused {
+		// A report the servers refuse will never be accepted.
+		c.logger.Error("the servers refused a status report", "error", err)
+	} else if err != nil {
+		for _, u := range batch {
+			if _, newer := c.pending[u.ID]; !newer {
+				c.pending[u.ID] = u
+			}
+		}
+	}
+	if c.closed || len(c.pending) == 0 || c.flushTimer != nil {
+		return
+	}
+	wait := c.cfg.FlushInterval
+	switch {
+	case err != nil && !refused:
+		wait = c.backoff()
+	case len(c.pending) >= c.cfg.FlushSize:
+		wait = 0
+	}
+	c.flushTimer = time.AfterFunc(wait, c.flush)
+}
+
+// maxUpdatesPerRequest keeps one report batch well under the servers'
+// caps (1,000 updates, a 1 MiB body: a report with full task states is a
+// few KiB).
+const maxUpdatesPerRequest = 250

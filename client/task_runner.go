@@ -1,0 +1,251 @@
+package client
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ctlplane/ctlplane/state"
+)
+
+// maxTaskEvents is how many recent events a task state keeps (Nomad's 10).
+const maxTaskEvents = 10
+
+// Restart reasons (Nomad's texts).
+const (
+	reasonWithinPolicy = "Restart within policy"
+	reasonNoRestarts   = "Policy allows no restarts"
+	reasonUnrecovered  = "Error was unrecoverable"
+)
+
+// defaultRestartPolicy is Nomad's for service jobs.
+var defaultRestartPolicy = state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"}
+
+// defaultKillTimeout is Nomad's.
+const defaultKillTimeout = 5 * time.Second
+
+type taskPhase int
+
+const (
+	phaseIdle        taskPhase = iota
+	phaseStarting              // start_block_for
+	phaseRunning               // until run_for ends or a kill
+	phaseRestartWait           // restart delay
+	phaseKilling               // kill_after
+	phaseDead
+)
+
+// taskRunner runs one task of an allocation with the mock driver. It has no
+// goroutine: each step is a timer callback, under the client's lock.
+type taskRunner struct {
+	ar     *allocRunner
+	task   *state.Task
+	cfg    mockConfig
+	cfgErr error
+	st     *state.TaskState
+	phase  taskPhase
+
+	timer Timer
+	gen   uint64 // the current timer's generation; older callbacks are stale
+
+	// Restart tracking (Nomad's restart tracker): attempts counted in the
+	// interval that started at windowStart.
+	count       int
+	windowStart time.Time
+}
+
+func newTaskRunner(ar *allocRunner, task *state.Task) *taskRunner {
+	tr := &taskRunner{ar: ar, task: task, st: &state.TaskState{State: state.TaskStatePending}}
+	tr.cfg, tr.cfgErr = parseMockConfig(task.Config)
+	return tr
+}
+
+func (tr *taskRunner) now() time.Time { return tr.ar.c.clock.Now() }
+
+// arm replaces the task's pending timer with fn after d.
+func (tr *taskRunner) arm(d time.Duration, fn func()) {
+	tr.disarm()
+	tr.gen++
+	g := tr.gen
+	c := tr.ar.c
+	tr.timer = c.clock.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if tr.gen != g || c.closed {
+			return
+		}
+		tr.timer = nil
+		fn()
+		tr.ar.changed()
+	})
+}
+
+func (tr *taskRunner) disarm() {
+	if tr.timer != nil {
+		tr.timer.Stop()
+		tr.timer = nil
+	}
+	tr.gen++
+}
+
+// event records an event and, when state is not "", the new task state.
+func (tr *taskRunner) event(e *state.TaskEvent, newState string) {
+	now := tr.now()
+	e.Time = now.UnixNano()
+	tr.st.Events = append(tr.st.Events, e)
+	if n := len(tr.st.Events); n > maxTaskEvents {
+		tr.st.Events = append([]*state.TaskEvent(nil), tr.st.Events[n-maxTaskEvents:]...)
+	}
+	switch newState {
+	case state.TaskStateRunning:
+		if tr.st.State != state.TaskStateRunning {
+			tr.st.StartedAt = now.UTC()
+		}
+	case state.TaskStateDead:
+		if tr.st.FinishedAt.IsZero() {
+			tr.st.FinishedAt = now.UTC()
+		}
+	}
+	if newState != "" {
+		tr.st.State = newState
+	}
+}
+
+// start is the first start of the task.
+func (tr *taskRunner) start() {
+	if tr.phase != phaseIdle {
+		// Killed before it started, by a failing sibling.
+		return
+	}
+	tr.event(&state.TaskEvent{Type: state.TaskReceived, DisplayMessage: "Task received by client"}, "")
+	if tr.task.Driver != MockDriver && tr.task.Driver != MockDriverAlias {
+		msg := fmt.Sprintf("driver %q is not available on this node", tr.task.Driver)
+		tr.fail(&state.TaskEvent{Type: state.TaskDriverFailure, DriverError: msg, DisplayMessage: msg, FailsTask: true})
+		return
+	}
+	if tr.cfgErr != nil {
+		msg := tr.cfgErr.Error()
+		tr.fail(&state.TaskEvent{Type: state.TaskFailedValidation, ValidationError: msg, DisplayMessage: msg, FailsTask: true})
+		return
+	}
+	tr.event(&state.TaskEvent{Type: state.TaskSetup, Message: "Building Task Directory", DisplayMessage: "Building Task Directory"}, "")
+	tr.launch()
+}
+
+// launch starts the task, after start_block_for.
+func (tr *taskRunner) launch() {
+	if tr.cfg.startBlockFor > 0 && tr.phase != phaseStarting {
+		tr.phase = phaseStarting
+		tr.arm(tr.cfg.startBlockFor, tr.launch)
+		return
+	}
+	if tr.cfg.startError != "" {
+		e := &state.TaskEvent{Type: state.TaskDriverFailure, DriverError: tr.cfg.startError, DisplayMessage: tr.cfg.startError}
+		if !tr.cfg.startErrorRecoverable {
+			e.FailsTask = true
+			tr.fail(e)
+			return
+		}
+		tr.event(e, "")
+		tr.exited(false)
+		return
+	}
+	tr.phase = phaseRunning
+	tr.event(&state.TaskEvent{Type: state.TaskStarted, DisplayMessage: "Task started by client"}, state.TaskStateRunning)
+	if tr.cfg.hasRunFor {
+		tr.arm(tr.cfg.runFor, tr.runEnded)
+	}
+}
+
+// runEnded: run_for is over; the task exits with exit_code.
+func (tr *taskRunner) runEnded() {
+	msg := fmt.Sprintf("Exit Code: %d", tr.cfg.exitCode)
+	if tr.cfg.exitErrMsg != "" {
+		msg += ", Exit Message: " + fmt.Sprintf("%q", tr.cfg.exitErrMsg)
+	}
+	tr.event(&state.TaskEvent{Type: state.TaskTerminated, ExitCode: tr.cfg.exitCode, Message: tr.cfg.exitErrMsg, DisplayMessage: msg}, "")
+	tr.exited(tr.cfg.exitCode == 0)
+}
+
+// exited applies the restart policy to an exit (a service task is restarted
+// whatever its exit code, as in Nomad).
+func (tr *taskRunner) exited(success bool) {
+	p := tr.ar.restartPolicy()
+	now := tr.now()
+	if tr.windowStart.IsZero() || now.After(tr.windowStart.Add(p.Interval)) {
+		tr.count, tr.windowStart = 0, now
+	}
+	tr.count++
+	delay := p.Delay
+	reason := reasonWithinPolicy
+	if tr.count > p.Attempts {
+		switch {
+		case p.Mode == "delay":
+			delay = tr.windowStart.Add(p.Interval).Sub(now)
+			reason = fmt.Sprintf("Exceeded allowed attempts %d in interval %v and mode is %q", p.Attempts, p.Interval, p.Mode)
+		case p.Attempts == 0:
+			tr.notRestarting(reasonNoRestarts)
+			return
+		default:
+			tr.notRestarting(fmt.Sprintf("Exceeded allowed attempts %d in interval %v and mode is %q", p.Attempts, p.Interval, p.Mode))
+			return
+		}
+	}
+	_ = success
+	tr.phase = phaseRestartWait
+	tr.st.Restarts++
+	tr.st.LastRestart = now.UTC()
+	tr.event(&state.TaskEvent{Type: state.TaskRestarting, RestartReason: reason, StartDelay: int64(delay),
+		DisplayMessage: fmt.Sprintf("%s - Task restarting in %v", reason, delay)}, state.TaskStatePending)
+	tr.arm(delay, tr.launch)
+}
+
+func (tr *taskRunner) notRestarting(reason string) {
+	tr.fail(&state.TaskEvent{Type: state.TaskNotRestarting, RestartReason: reason, FailsTask: true, DisplayMessage: reason})
+}
+
+// fail ends the task as failed with event e; the allocation's other tasks are killed.
+func (tr *taskRunner) fail(e *state.TaskEvent) {
+	tr.disarm()
+	tr.st.Failed = true
+	tr.phase = phaseDead
+	tr.event(e, state.TaskStateDead)
+	tr.ar.taskFailed(tr)
+}
+
+// kill stops the task: Killing, then Killed after kill_after.
+func (tr *taskRunner) kill(reason string) {
+	switch tr.phase {
+	case phaseDead, phaseKilling:
+		return
+	case phaseIdle, phaseStarting, phaseRestartWait:
+		// Not running: nothing to wait for.
+		tr.disarm()
+		tr.killed()
+		return
+	}
+	timeout := tr.task.KillTimeout
+	if timeout <= 0 {
+		timeout = defaultKillTimeout
+	}
+	tr.phase = phaseKilling
+	tr.event(&state.TaskEvent{Type: state.TaskKilling, KillReason: reason, KillTimeout: timeout,
+		DisplayMessage: fmt.Sprintf("Sent interrupt. Waiting %v before force killing", timeout)}, "")
+	if tr.cfg.killAfter > 0 {
+		tr.arm(tr.cfg.killAfter, tr.killed)
+		return
+	}
+	tr.disarm()
+	tr.killed()
+}
+
+func (tr *taskRunner) killed() {
+	tr.phase = phaseDead
+	tr.event(&state.TaskEvent{Type: state.TaskKilled, DisplayMessage: "Task successfully killed"}, state.TaskStateDead)
+}
+
+// snapshot is a copy of the task state that later changes do not touch.
+func (tr *taskRunner) snapshot() *state.TaskState {
+	c := *tr.st
+	c.Events = append([]*state.TaskEvent(nil), tr.st.Events...)
+	return &c
+}

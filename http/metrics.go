@@ -1,0 +1,70 @@
+package http
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	metrics "github.com/armon/go-metrics"
+	"github.com/ctlplane/ctlplane/server/telemetry"
+	"github.com/gorilla/mux"
+)
+
+func (h *Handler) registerMetrics() {
+	h.handle("/v1/agent/metrics", methods{{http.MethodGet, h.agentMetrics}})
+}
+
+// agentMetrics serves the process's metrics: JSON by default (Consul's
+// shape), Prometheus text with ?format=prometheus. Needs operator:read.
+func (h *Handler) agentMetrics(w http.ResponseWriter, r *http.Request) (any, error) {
+	if _, err := h.require(r, permOperatorRead); err != nil {
+		return nil, err
+	}
+	switch format := r.URL.Query().Get("format"); format {
+	case "":
+		return telemetry.Summary()
+	case "prometheus":
+		telemetry.PrometheusHandler().ServeHTTP(w, r)
+		return written, nil
+	default:
+		return nil, badRequest("Invalid format %q: use prometheus, or leave it out for JSON", format)
+	}
+}
+
+// measureRequest records a request's duration by route and status.
+func measureRequest(r *http.Request, start time.Time, status int) {
+	route := "unknown"
+	if cur := mux.CurrentRoute(r); cur != nil {
+		if tmpl, err := cur.GetPathTemplate(); err == nil {
+			route = tmpl
+		}
+	}
+	metrics.MeasureSinceWithLabels([]string{"http", "request"}, start, []metrics.Label{
+		{Name: "method", Value: r.Method},
+		{Name: "route", Value: route},
+		{Name: "status", Value: strconv.Itoa(status)},
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush, deadlines).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,72 @@
+package http_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ctlplane/ctlplane/server/servertest"
+)
+
+// A scrape after a write finds the counters moved: the HTTP request, the
+// FSM apply of its message type, and Raft's own commit metrics.
+func TestAgentMetrics(t *testing.T) {
+	ts := servertest.Start(t)
+	put := ts.Do(t, http.MethodPut, "/v1/acl/binding-rule", `{"AuthMethod":"m","BindType":"service","BindName":"web"}`)
+	if put.Status != http.StatusOK {
+		t.Fatalf("create: %d %s", put.Status, put.Body)
+	}
+	resp := ts.Do(t, http.MethodGet, "/v1/agent/metrics", "")
+	if resp.Status != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("metrics: %d %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	var summary struct {
+		Samples []struct {
+			Name   string
+			Count  int
+			Labels map[string]string
+		}
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &summary); err != nil {
+		t.Fatalf("decoding %s: %v", resp.Body, err)
+	}
+	found := map[string]bool{}
+	for _, s := range summary.Samples {
+		switch {
+		case s.Name == "ctlplane.http.request" && s.Labels["route"] == "/v1/acl/binding-rule" && s.Labels["status"] == "200" && s.Count >= 1:
+			found["http"] = true
+		case s.Name == "ctlplane.fsm.apply" && s.Labels["type"] == "binding rule set" && s.Count >= 1:
+			found["fsm"] = true
+		case strings.HasPrefix(s.Name, "ctlplane.raft.") && s.Count >= 1:
+			found["raft"] = true
+		}
+	}
+	for _, want := range []string{"http", "fsm", "raft"} {
+		if !found[want] {
+			t.Errorf("no %s sample after a write in %.2000s", want, resp.Body)
+		}
+	}
+
+	prom := ts.Do(t, http.MethodGet, "/v1/agent/metrics?format=prometheus", "")
+	if prom.Status != http.StatusOK || !strings.Contains(prom.Body, "ctlplane_fsm_apply") {
+		t.Errorf("prometheus: %d, no ctlplane_fsm_apply in %.300s", prom.Status, prom.Body)
+	}
+	bad := ts.Do(t, http.MethodGet, "/v1/agent/metrics?format=xml", "")
+	if bad.Status != http.StatusBadRequest || bad.Body != `Invalid format "xml": use prometheus, or leave it out for JSON` {
+		t.Errorf("bad format: %d %q", bad.Status, bad.Body)
+	}
+}
+
+// With ACLs on, the metrics need operator:read.
+func TestAgentMetricsNeedsOperatorRead(t *testing.T) {
+	ts := servertest.Start(t, servertest.ACL("root"))
+	anon := ts.Do(t, http.MethodGet, "/v1/agent/metrics", "")
+	if anon.Status != http.StatusForbidden {
+		t.Errorf("anonymous: %d %s", anon.Status, anon.Body)
+	}
+	mgmt := ts.Do(t, http.MethodGet, "/v1/agent/metrics", "", "X-Service-Token", "root")
+	if mgmt.Status != http.StatusOK {
+		t.Errorf("management: %d %s", mgmt.Status, mgmt.Body)
+	}
+}
