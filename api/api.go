@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,8 +75,8 @@ func (e *Error) Error() string {
 
 // IsNotFound says whether err is a 404 answer.
 func IsNotFound(err error) bool {
-	e, ok := err.(*Error)
-	return ok && e.StatusCode == http.StatusNotFound
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound
 }
 
 // QueryOptions are the parameters of a read.

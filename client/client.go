@@ -228,7 +228,7 @@ func (c *Client) register(ctx context.Context) error {
 			c.succeeded()
 			c.mu.Lock()
 			c.ttl = resp.HeartbeatTTL
-			c.armHeartbeatLocked(resp.HeartbeatTTL / 2)
+			c.armHeartbeatLocked(heartbeatInterval(resp.HeartbeatTTL))
 			c.mu.Unlock()
 			c.logger.Debug("registered", "ttl", resp.HeartbeatTTL)
 			return nil
@@ -246,6 +246,12 @@ func (c *Client) register(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// heartbeatInterval is half the TTL less up to a tenth of it, so that
+// nodes started together do not heartbeat in lockstep.
+func heartbeatInterval(ttl time.Duration) time.Duration {
+	return ttl/2 - rand.N(ttl/10+1)
 }
 
 func (c *Client) armHeartbeatLocked(d time.Duration) {
@@ -276,7 +282,7 @@ func (c *Client) heartbeat() {
 		c.succeeded()
 		c.mu.Lock()
 		c.ttl = resp.HeartbeatTTL
-		c.armHeartbeatLocked(resp.HeartbeatTTL / 2)
+		c.armHeartbeatLocked(heartbeatInterval(resp.HeartbeatTTL))
 		c.mu.Unlock()
 		return
 	case api.IsNotFound(err):
@@ -425,7 +431,7 @@ func (c *Client) flush() {
 	srv := c.server()
 	_, err := srv.UpdateAllocations(ctx, c.nodeID, batch)
 	var apiErr *api.Error
-	refused := errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest
+	refused := errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusRequestEntityTooLarge)
 	if err != nil && !refused {
 		c.failed(srv, err)
 	} else if err == nil {
@@ -449,11 +455,16 @@ func (c *Client) flush() {
 		return
 	}
 	wait := c.cfg.FlushInterval
-	if err != nil && !refused {
+	switch {
+	case err != nil && !refused:
 		wait = c.backoff()
+	case len(c.pending) >= c.cfg.FlushSize:
+		wait = 0
 	}
 	c.flushTimer = time.AfterFunc(wait, c.flush)
 }
 
-// maxUpdatesPerRequest is the servers' cap on one report batch.
-const maxUpdatesPerRequest = 1000
+// maxUpdatesPerRequest keeps one report batch well under the servers'
+// caps (1,000 updates, a 1 MiB body: a report with full task states is a
+// few KiB).
+const maxUpdatesPerRequest = 250

@@ -83,6 +83,9 @@ func (s *Service) Register(node *state.Node) (string, time.Duration, uint64, err
 	if n.Datacenter == "" {
 		n.Datacenter = "dc1"
 	}
+	if !nameRE.MatchString(n.Datacenter) {
+		return "", 0, 0, invalid("Node Datacenter %q is invalid: letters, digits, '.', '_' and '-', at most 128 characters", n.Datacenter)
+	}
 	if n.ID != "" && !uuidRE.MatchString(n.ID) {
 		return "", 0, 0, invalid("Node ID %q is invalid: a 36-character UUID is required", n.ID)
 	}
@@ -266,7 +269,22 @@ func (s *Service) UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate
 	if _, err := fsm.Apply(s.deps.Raft, fsm.AllocClientUpdate, req); err != nil {
 		return 0, err
 	}
-	return s.deps.State().AllocsIndex(), nil
+	return s.writeIndex(evals, keep[0].ID), nil
+}
+
+// writeIndex finds the index of the write just made: an evaluation it
+// created has it exactly; else an allocation it updated (or a later write).
+func (s *Service) writeIndex(evals []*state.Evaluation, allocID string) uint64 {
+	store := s.deps.State()
+	if len(evals) > 0 {
+		if _, e, err := store.Eval(nil, evals[0].ID); err == nil && e != nil {
+			return e.CreateIndex
+		}
+	}
+	if _, a, err := store.Alloc(nil, allocID); err == nil && a != nil {
+		return a.ModifyIndex
+	}
+	return store.AllocsIndex()
 }
 
 // needsReplacement says whether a report newly ends an allocation the
