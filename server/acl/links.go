@@ -28,6 +28,9 @@ func resolveLinks(links []state.ACLLink, kind string, find linkFinder) ([]state.
 		if l.ID == "" && l.Name == "" {
 			return nil, invalid("%s link is missing both an ID and a Name", kind)
 		}
+		if l.ID != "" && !uuidRE.MatchString(l.ID) {
+			return nil, invalid("No such ACL %s with ID %q", kind, l.ID) // names nothing: not a store lookup
+		}
 		link, ok, err := find(l.ID, l.Name)
 		if err != nil {
 			return nil, err
@@ -47,7 +50,7 @@ func resolveLinks(links []state.ACLLink, kind string, find linkFinder) ([]state.
 }
 
 // findPolicy looks a policy link up in st.
-func findPolicy(st *state.Store) linkFinder {
+func findPolicy(st objectReader) linkFinder {
 	return func(id, name string) (state.ACLLink, bool, error) {
 		var p *state.ACLPolicy
 		var err error
@@ -64,7 +67,7 @@ func findPolicy(st *state.Store) linkFinder {
 }
 
 // findRole looks a role link up in st.
-func findRole(st *state.Store) linkFinder {
+func findRole(st objectReader) linkFinder {
 	return func(id, name string) (state.ACLLink, bool, error) {
 		var r *state.ACLRole
 		var err error

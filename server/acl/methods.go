@@ -10,7 +10,6 @@ import (
 	"github.com/ctlplane/ctlplane/server/acl/bindrule"
 	"github.com/ctlplane/ctlplane/server/authmethod"
 	"github.com/ctlplane/ctlplane/state"
-	"github.com/google/uuid"
 	"github.com/hashicorp/go-memdb"
 )
 
@@ -73,7 +72,7 @@ func (s *Service) WriteBindingRule(id string, req BindingRuleRequest) (*state.Bi
 func (s *Service) newBindingRuleID() (string, error) {
 	var lastErr error
 	for range newIDAttempts {
-		id := uuid.NewString()
+		id := s.newID()
 		_, rule, err := s.deps.State().BindingRule(memdb.NewWatchSet(), id, state.AllNamespaces)
 		if err == nil && rule == nil {
 			return id, nil

@@ -94,7 +94,7 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 // authorizer merges the rules of the token's policies and its roles'
 // policies that apply in this datacenter. A store failure is returned, not
 // taken for a missing policy: dropping a policy could drop a deny.
-func (r *Resolver) authorizer(s *state.Store, tok *state.ACLToken) (*Authorizer, error) {
+func (r *Resolver) authorizer(s objectReader, tok *state.ACLToken) (*Authorizer, error) {
 	ws := memdb.NewWatchSet()
 	ids := map[string]bool{}
 	for _, l := range tok.Policies {
@@ -128,6 +128,15 @@ func (r *Resolver) authorizer(s *state.Store, tok *state.ACLToken) (*Authorizer,
 		}
 	}
 	return NewAuthorizer(rules), nil
+}
+
+// objectReader is the part of the state store that resolution and link
+// lookups read.
+type objectReader interface {
+	ACLPolicy(ws memdb.WatchSet, id string) (uint64, *state.ACLPolicy, error)
+	ACLPolicyByName(ws memdb.WatchSet, name string) (uint64, *state.ACLPolicy, error)
+	ACLRole(ws memdb.WatchSet, id string) (uint64, *state.ACLRole, error)
+	ACLRoleByName(ws memdb.WatchSet, name string) (uint64, *state.ACLRole, error)
 }
 
 // AppliesIn says whether a policy applies in datacenter dc: its Datacenters

@@ -8,6 +8,7 @@ import (
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
 )
 
 // Service is the ACL domain: tokens, policies, roles, auth methods, binding
@@ -23,6 +24,8 @@ type Service struct {
 	datacenter string
 	resolver   Resolver
 	validators validatorCache
+	// newID makes new object IDs (tests make it collide).
+	newID func() string
 }
 
 // NewService returns the ACL service of an agent in datacenter.
@@ -30,7 +33,7 @@ func NewService(deps svc.Deps, datacenter string) *Service {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	s := &Service{deps: deps, datacenter: datacenter}
+	s := &Service{deps: deps, datacenter: datacenter, newID: uuid.NewString}
 	s.resolver.Now = deps.Now
 	s.resolver.Datacenter = datacenter
 	return s

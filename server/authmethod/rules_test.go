@@ -3,6 +3,7 @@ package authmethod
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ctlplane/ctlplane/state"
@@ -154,6 +155,12 @@ func TestBind(t *testing.T) {
 		got := verdict{v.Matched, v.RenderedName, v.SkipReason}
 		if got != want[i] {
 			t.Errorf("rule %s: got %+v, want %+v", v.Rule.ID, got, want[i])
+		}
+		// NameErr (which makes login refuse) is set exactly for a matching
+		// rule whose name did not render validly.
+		if invalidName := strings.HasPrefix(v.SkipReason, "bind name invalid: "); (v.NameErr != nil) != invalidName ||
+			(invalidName && "bind name invalid: "+v.NameErr.Error() != v.SkipReason) {
+			t.Errorf("rule %s: NameErr %v with skip reason %q", v.Rule.ID, v.NameErr, v.SkipReason)
 		}
 	}
 	if b.None() {

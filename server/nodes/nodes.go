@@ -269,7 +269,22 @@ func (s *Service) UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate
 	if _, err := fsm.Apply(s.deps.Raft, fsm.AllocClientUpdate, req); err != nil {
 		return 0, err
 	}
-	return s.deps.State().AllocsIndex(), nil
+	return s.writeIndex(evals, keep[0].ID), nil
+}
+
+// writeIndex finds the index of the write just made: an evaluation it
+// created has it exactly; else an allocation it updated (or a later write).
+func (s *Service) writeIndex(evals []*state.Evaluation, allocID string) uint64 {
+	store := s.deps.State()
+	if len(evals) > 0 {
+		if _, e, err := store.Eval(nil, evals[0].ID); err == nil && e != nil {
+			return e.CreateIndex
+		}
+	}
+	if _, a, err := store.Alloc(nil, allocID); err == nil && a != nil {
+		return a.ModifyIndex
+	}
+	return store.AllocsIndex()
 }
 
 // needsReplacement says whether a report newly ends an allocation the

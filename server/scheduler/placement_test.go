@@ -63,6 +63,32 @@ func TestDatacenterAndDriverFiltering(t *testing.T) {
 	}
 }
 
+func TestDatacenterChangeMovesAllocations(t *testing.T) {
+	h := newHarness(t)
+	h.node("a1", "dc1", 0, 0)
+	h.node("a2", "dc1", 0, 0)
+	h.node("b1", "dc2", 0, 0)
+	h.node("b2", "dc2", 0, 0)
+	h.process(h.register(testJob("web", 2)))
+	h.settle("web")
+	// Same group, other datacenters: not in place but a rolling replacement.
+	h.process(h.register(testJob("web", 2, func(j *state.Job) { j.Datacenters = []string{"dc2", "dc1"} })))
+	if p := h.plans[len(h.plans)-1]; len(p.InPlace) != 2 {
+		t.Fatalf("still fits: %d in place, want 2", len(p.InPlace))
+	}
+	h.settle("web")
+	h.process(h.register(testJob("web", 2, func(j *state.Job) { j.Datacenters = []string{"dc2"} })))
+	if p := h.plans[len(h.plans)-1]; len(p.InPlace) != 0 || len(p.Placements) != 1 || len(p.Stops) != 1 {
+		t.Fatalf("plan: %d in place, %d placements, %d stops", len(p.InPlace), len(p.Placements), len(p.Stops))
+	}
+	h.settle("web")
+	for _, a := range h.live("web") {
+		if a.NodeName != "b1" && a.NodeName != "b2" {
+			t.Fatalf("%s still on %s", a.Name, a.NodeName)
+		}
+	}
+}
+
 func TestNotReadyNodesAreSkipped(t *testing.T) {
 	h := newHarness(t)
 	down := h.node("down", "dc1", 0, 0)

@@ -206,6 +206,13 @@ func (r *reconciler) tainted(nodeID string) bool {
 	return n == nil || n.Status == state.NodeStatusDown
 }
 
+// stillFits says whether the allocation's node is still in the job's
+// datacenters and has the group's drivers.
+func (r *reconciler) stillFits(a *state.Allocation, tg *state.TaskGroup) bool {
+	n := r.nodes[a.NodeID]
+	return n != nil && inDatacenters(r.job.Datacenters, n.Datacenter) && hasDrivers(n, tg)
+}
+
 // version returns one stored version of the job (nil when it is gone).
 func (r *reconciler) version(v uint64) (*state.Job, error) {
 	if j, ok := r.versions[v]; ok {
@@ -358,7 +365,9 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 		if err != nil {
 			return nil, err
 		}
-		if old == nil || state.TaskGroupChanged(old, r.job, tg.Name) {
+		// An unchanged group is updated in place only where it may still
+		// run (the job's datacenters may have changed), as Nomad checks.
+		if old == nil || state.TaskGroupChanged(old, r.job, tg.Name) || !r.stillFits(a, tg) {
 			gs.destructive = append(gs.destructive, a)
 		} else {
 			gs.inplace = append(gs.inplace, a)
