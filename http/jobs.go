@@ -471,10 +471,10 @@ func (h *Handler) jobAllocations(w http.ResponseWriter, r *http.Request) (any, e
 		return nil, err
 	}
 	jobID := mux.Vars(r)["job"]
-	var out []*jobAllocStub
+	var out []allocStub
 	err := h.jobReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
 		idx, allocs, err := s.AllocsByJob(ws, ns, jobID)
-		out = jobAllocStubs(allocs)
+		out = allocStubs(allocs)
 		return idx, err
 	})
 	return out, err

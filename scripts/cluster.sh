@@ -8,6 +8,9 @@
 # ACLs are on (the default of persistent agents): the servers are started with
 # an initial management token, $CTLPLANE_TOKEN if set, else one generated once
 # and kept in DIR/management-token; `start` prints the export line to use it.
+# Raft between the servers is mutual TLS: `start` creates a CA and a server
+# certificate once, with `ctlplane tls`, in DIR/tls. The HTTP addresses also
+# answer HTTPS (CTLPLANE_CACERT=DIR/tls/ctlplane-agent-ca.pem).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:-}
@@ -24,9 +27,18 @@ token() {
 	fi
 }
 
+certs() {
+	mkdir -p "$dir/tls"
+	if [ ! -f "$dir/tls/dc1-server-ctlplane-0.pem" ]; then
+		(cd "$dir/tls" && "$abs_bin" tls ca create >/dev/null && "$abs_bin" tls cert create -server -dc dc1 >/dev/null)
+	fi
+}
+
 start() {
 	go build -o "$bin" ./cmd/ctlplane
+	abs_bin=$(pwd)/$bin
 	mkdir -p "$dir"
+	certs
 	tok=$(token)
 	for i in 1 2 3; do
 		if [ -f "$dir/n$i.pid" ] && kill -0 "$(cat "$dir/n$i.pid")" 2>/dev/null; then
@@ -37,6 +49,9 @@ start() {
 			-bind="127.0.0.1:830$i" -http-addr="127.0.0.1:850$i" \
 			-bootstrap-expect=3 -join=127.0.0.1:8501 -join=127.0.0.1:8502 -join=127.0.0.1:8503 \
 			-acl-initial-management-token="$tok" \
+			-tls-ca-file="$dir/tls/ctlplane-agent-ca.pem" \
+			-tls-cert-file="$dir/tls/dc1-server-ctlplane-0.pem" \
+			-tls-key-file="$dir/tls/dc1-server-ctlplane-0-key.pem" \
 			>"$dir/n$i.log" 2>&1 &
 		echo $! >"$dir/n$i.pid"
 	done

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/tlsutil"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -46,9 +47,9 @@ func (s *Server) self() state.ServerInfo {
 // clusterHandler routes the internal endpoints and sends the rest of the API
 // through leader forwarding.
 func (s *Server) clusterHandler(api http.Handler) http.Handler {
-	join := s.forwarding(s.requirePermission((*acl.Authorizer).OperatorWrite,
-		"Permission denied: joining the cluster needs a token with operator:write (agent flag -join-token)",
-		http.HandlerFunc(s.handleJoin)))
+	// The joiner is authenticated where it knocks; the leader checks again
+	// (a forwarded join comes with the follower's certificate or the token).
+	join := s.requireServer(s.forwarding(http.HandlerFunc(s.handleJoin)))
 	forwarded := s.forwarding(api)
 	profiler := map[string]http.Handler{
 		"/debug/pprof/profile": s.requireManagement(http.HandlerFunc(pprof.Profile)),
@@ -60,7 +61,7 @@ func (s *Server) clusterHandler(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case p == internalServerPath:
-			s.handleServerInfo(w, r)
+			s.requireServerCert(http.HandlerFunc(s.handleServerInfo)).ServeHTTP(w, r)
 		case p == internalJoinPath:
 			join.ServeHTTP(w, r)
 		case s.config.EnableDebug && strings.HasPrefix(p, "/debug/pprof/"):
@@ -85,6 +86,44 @@ func (s *Server) requirePermission(allowed func(*acl.Authorizer) bool, denied st
 				http.Error(w, denied, http.StatusForbidden)
 				return
 			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Denials of the internal endpoints.
+const (
+	deniedJoinTLS   = "Permission denied: joining the cluster needs this datacenter's server certificate (connect over HTTPS with the certificate from `ctlplane tls cert create -server`)"
+	deniedJoinToken = "Permission denied: joining the cluster needs a management token (agent flag -join-token, or env CTLPLANE_JOIN_TOKEN)"
+	deniedInternal  = "Permission denied: this endpoint is for the cluster's servers and needs this datacenter's server certificate"
+)
+
+// requireServer lets a join through when it comes from a server: with TLS,
+// one presenting a server certificate of this datacenter; without TLS, one
+// holding a management token (when ACLs are on).
+func (s *Server) requireServer(next http.Handler) http.Handler {
+	token := s.requirePermission((*acl.Authorizer).IsManagement, deniedJoinToken, next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.tls == nil {
+			token.ServeHTTP(w, r)
+			return
+		}
+		if !tlsutil.IsServer(r.TLS, s.config.Datacenter) {
+			http.Error(w, deniedJoinTLS, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireServerCert lets a request through only from a server when TLS is
+// on. Without TLS (insecure mode) the endpoint is open, and tells nothing
+// secret: addresses, IDs, key hashes and the applied index.
+func (s *Server) requireServerCert(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.tls != nil && !tlsutil.IsServer(r.TLS, s.config.Datacenter) {
+			http.Error(w, deniedInternal, http.StatusForbidden)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -340,7 +379,7 @@ func (s *Server) discoveryAddrs() []string {
 func (s *Server) fetchNodeInfo(addr string) (*nodeInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+internalServerPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.scheme()+"://"+addr+internalServerPath, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +403,7 @@ func (s *Server) requestJoin(addr string, me state.ServerInfo) error {
 	body, _ := json.Marshal(me)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+addr+internalJoinPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.scheme()+"://"+addr+internalJoinPath, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -380,7 +380,8 @@ func TestClusterForwarding(t *testing.T) {
 }
 
 // proxiedCluster starts n servers that each listen on their own Raft port
-// and advertise a proxy in front of it.
+// and advertise a proxy in front of it. The proxies read the sender's ID
+// from the first Raft RPC, so these clusters run Raft without TLS.
 func proxiedCluster(t *testing.T, n int) ([]*servertest.TestServer, []*raftProxy) {
 	t.Helper()
 	addrs := freeAddrs(t, n)
@@ -390,7 +391,7 @@ func proxiedCluster(t *testing.T, n int) ([]*servertest.TestServer, []*raftProxy
 		bind := servertest.FreeAddr(t)
 		proxies[i] = startRaftProxy(t, bind)
 		nodes[i] = member(t, fmt.Sprintf("node%d", i+1), addrs[i], n, addrs,
-			servertest.BindAddr(bind), servertest.Advertise(proxies[i].Addr()))
+			servertest.BindAddr(bind), servertest.Advertise(proxies[i].Addr()), servertest.InsecureRaft())
 	}
 	servertest.WaitForCluster(t, nodes)
 	checkOneCluster(t, nodes)

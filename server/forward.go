@@ -53,7 +53,7 @@ func (s *Server) forwarding(next http.Handler) http.Handler {
 		}
 		proxy := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(&url.URL{Scheme: "http", Host: target})
+				pr.SetURL(&url.URL{Scheme: s.scheme(), Host: target})
 				pr.Out.Header.Set(forwardedHeader, s.config.NodeName)
 			},
 			Transport:     s.forwardTransport,

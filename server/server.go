@@ -5,8 +5,10 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,7 +19,10 @@ import (
 
 	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/svc"
+	"github.com/ctlplane/ctlplane/server/tlsutil"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
@@ -43,6 +48,21 @@ type Config struct {
 	BootstrapExpect int
 	// Join are HTTP addresses (host:port) of other servers to form or join a cluster with.
 	Join []string
+
+	// TLS are the PEM files of mutual TLS between servers (Raft, and joining
+	// and forwarding over HTTPS) and of the HTTPS API. With TLS the HTTP
+	// address also answers HTTPS.
+	TLS tlsutil.Files
+	// HTTPSAddr, when set, serves the API over HTTPS only (needs TLS).
+	HTTPSAddr string
+	// InsecureRaft lets an agent form or join a multi-server cluster
+	// without TLS: anyone who reaches the Raft port can then take it over.
+	InsecureRaft bool
+	// HTTPMaxConnsPerClient caps the open connections per client IP (0: no
+	// cap); over it a client gets 429.
+	HTTPMaxConnsPerClient int
+	// HTTPBodyReadTimeout bounds reading a request body.
+	HTTPBodyReadTimeout time.Duration
 
 	// RaftTimeout is the heartbeat and election timeout; the leader lease is
 	// half of it. Shorter is faster failover, longer is fewer false elections.
@@ -100,6 +120,9 @@ func DefaultConfig() *Config {
 		ACLEnabled:        true,
 		Datacenter:        "dc1",
 		TokenReapInterval: 30 * time.Second,
+
+		HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
+		HTTPBodyReadTimeout:   DefaultHTTPBodyReadTimeout,
 	}
 }
 
@@ -128,9 +151,12 @@ type Server struct {
 	logger hclog.Logger
 	nodeID string
 
-	fsm       *fsm.FSM
-	raft      *raft.Raft
-	transport *raft.NetworkTransport
+	fsm  *raftfsm.FSM
+	raft *raft.Raft
+	// transport is in memory for a lone dev agent, else TCP, over mutual
+	// TLS when tls is set.
+	transport raft.Transport
+	tls       *tlsutil.Bundle
 	boltStore *raftboltdb.BoltStore // nil in dev mode
 	snapshots raft.SnapshotStore
 
@@ -161,8 +187,9 @@ type Server struct {
 	clusterClient    *http.Client
 	forwardTransport *http.Transport
 
-	httpListener net.Listener
-	httpServer   *http.Server
+	httpListener  net.Listener
+	httpsListener net.Listener // nil without -https-addr
+	httpServer    *http.Server
 	// queryCtx is the base context of HTTP requests; it is cancelled first on
 	// shutdown so that blocked queries answer at once.
 	queryCtx    context.Context
@@ -205,18 +232,39 @@ func New(cfg *Config) (*Server, error) {
 	if cfg.JoinToken == "" {
 		cfg.JoinToken = cfg.ACLInitialManagementToken
 	}
+	if cfg.HTTPBodyReadTimeout <= 0 {
+		cfg.HTTPBodyReadTimeout = DefaultHTTPBodyReadTimeout
+	}
+	var bundle *tlsutil.Bundle
+	if cfg.TLS.Enabled() {
+		b, err := tlsutil.Load(cfg.TLS, cfg.Datacenter)
+		if err != nil {
+			return nil, err
+		}
+		bundle = b
+	}
+	if cfg.HTTPSAddr != "" && bundle == nil {
+		return nil, errors.New("-https-addr needs -tls-ca-file, -tls-cert-file and -tls-key-file")
+	}
+	if (cfg.BootstrapExpect > 1 || len(cfg.Join) > 0) && bundle == nil && !cfg.InsecureRaft {
+		return nil, secureDefaultError()
+	}
 	s := &Server{
 		config:      cfg,
 		logger:      cfg.Logger,
-		fsm:         fsm.New(cfg.Logger),
+		fsm:         raftfsm.New(cfg.Logger),
 		shutdownCh:  make(chan struct{}),
 		monitorDone: make(chan struct{}),
 		known:       map[string]state.ServerInfo{},
 		registerCh:  make(chan struct{}, 1),
+		tls:         bundle,
 	}
 	s.forwardTransport = &http.Transport{
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	if bundle != nil {
+		s.forwardTransport.TLSClientConfig = bundle.ServerClient()
 	}
 	s.clusterClient = &http.Client{Transport: s.forwardTransport, Timeout: 15 * time.Second}
 	s.queryCtx, s.cancelQuery = context.WithCancel(context.Background())
@@ -258,15 +306,8 @@ func (s *Server) setupRaft() error {
 		rc.SnapshotInterval = cfg.SnapshotInterval
 	}
 
-	var advertise net.Addr
-	if cfg.AdvertiseAddr != "" {
-		if advertise, err = net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr); err != nil {
-			return fmt.Errorf("invalid advertise address %q: %w", cfg.AdvertiseAddr, err)
-		}
-	}
-	s.transport, err = raft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, s.logger.Named("raft-net"))
-	if err != nil {
-		return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
+	if err := s.setupTransport(); err != nil {
+		return err
 	}
 
 	var logs raft.LogStore
@@ -316,6 +357,39 @@ func (s *Server) setupRaft() error {
 	if err != nil {
 		return fmt.Errorf("failed to start Raft: %w", err)
 	}
+	return nil
+}
+
+// setupTransport opens Raft's network: none for a lone dev agent (it has no
+// peers), mutual TLS when configured, plain TCP otherwise.
+func (s *Server) setupTransport() error {
+	cfg := s.config
+	if cfg.Dev && len(cfg.Join) == 0 {
+		_, s.transport = raft.NewInmemTransport("")
+		return nil
+	}
+	var advertise net.Addr
+	if cfg.AdvertiseAddr != "" {
+		var err error
+		if advertise, err = net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr); err != nil {
+			return fmt.Errorf("invalid advertise address %q: %w", cfg.AdvertiseAddr, err)
+		}
+	}
+	if s.tls != nil {
+		stream, err := newTLSStreamLayer(cfg.BindAddr, advertise, s.tls.RaftServer(), s.tls.ServerClient())
+		if err != nil {
+			return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
+		}
+		s.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: s.logger.Named("raft-net"),
+		})
+		return nil
+	}
+	tr, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, s.logger.Named("raft-net"))
+	if err != nil {
+		return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
+	}
+	s.transport = tr
 	return nil
 }
 
@@ -394,26 +468,66 @@ func (s *Server) Serve(handler http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("failed to listen on HTTP address %s: %w", s.config.HTTPAddr, err)
 	}
-	s.httpListener = ln
+	var tlsConf *tls.Config
+	if s.tls != nil {
+		tlsConf = s.tls.HTTPS()
+	}
+	limits := newConnLimiter(s.config.HTTPMaxConnsPerClient)
+	netLogger := s.logger.Named("http")
+	s.httpListener = newAPIListener(ln, tlsConf, false, s.config.Datacenter, limits, netLogger)
+	if s.config.HTTPSAddr != "" {
+		lns, err := net.Listen("tcp", s.config.HTTPSAddr)
+		if err != nil {
+			s.httpListener.Close()
+			return fmt.Errorf("failed to listen on HTTPS address %s: %w", s.config.HTTPSAddr, err)
+		}
+		s.httpsListener = newAPIListener(lns, tlsConf, true, s.config.Datacenter, limits, netLogger)
+	}
 	s.httpServer = &http.Server{
-		Handler:           s.clusterHandler(handler),
+		Handler:           s.bodyDeadline(s.clusterHandler(handler)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return s.queryCtx },
 		ErrorLog:          s.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
-	s.logger.Info("HTTP API listening", "address", "http://"+ln.Addr().String(), "raft_address", s.transport.LocalAddr(), "node", s.config.NodeName, "node_id", s.nodeID)
-	go func() {
-		if err := s.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("HTTP server stopped", "error", err)
-		}
-	}()
+	s.logger.Info("HTTP API listening", "address", "http://"+ln.Addr().String(), "raft_address", s.transport.LocalAddr(), "node", s.config.NodeName, "node_id", s.nodeID, "tls", s.tls != nil)
+	listeners := []net.Listener{s.httpListener}
+	if s.httpsListener != nil {
+		s.logger.Info("HTTPS API listening", "address", "https://"+s.httpsListener.Addr().String())
+		listeners = append(listeners, s.httpsListener)
+	}
+	for _, l := range listeners {
+		go func() {
+			if err := s.httpServer.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("HTTP server stopped", "error", err)
+			}
+		}()
+	}
 	go s.joinCluster(s.hasState)
 	return nil
 }
 
 // HTTPAddr is the address the HTTP API listens on (after Serve).
 func (s *Server) HTTPAddr() string { return s.httpListener.Addr().String() }
+
+// HTTPSAddr is the address of the HTTPS-only listener, "" without -https-addr.
+func (s *Server) HTTPSAddr() string {
+	if s.httpsListener == nil {
+		return ""
+	}
+	return s.httpsListener.Addr().String()
+}
+
+// TLSEnabled says whether servers talk to each other over mutual TLS.
+func (s *Server) TLSEnabled() bool { return s.tls != nil }
+
+// scheme is how servers reach each other's API.
+func (s *Server) scheme() string {
+	if s.tls != nil {
+		return "https"
+	}
+	return "http"
+}
 
 // RaftAddr is this node's Raft address.
 func (s *Server) RaftAddr() string { return string(s.transport.LocalAddr()) }
@@ -447,8 +561,8 @@ func (s *Server) Shutdown() error {
 }
 
 func (s *Server) closeStores() {
-	if s.transport != nil {
-		s.transport.Close()
+	if c, ok := s.transport.(io.Closer); ok {
+		c.Close()
 	}
 	if s.boltStore != nil {
 		if err := s.boltStore.Close(); err != nil {
@@ -541,17 +655,21 @@ func (s *Server) Peers() ([]string, error) {
 func (s *Server) isRaftLeader() bool { return s.raft.State() == raft.Leader }
 
 // RaftConfiguration is the current Raft configuration and its log index.
-func (s *Server) RaftConfiguration() (raft.Configuration, uint64, error) {
+func (s *Server) RaftConfiguration() ([]svc.RaftPeer, uint64, error) {
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		return raft.Configuration{}, 0, fmt.Errorf("failed to read Raft configuration: %w", err)
+		return nil, 0, fmt.Errorf("failed to read Raft configuration: %w", err)
 	}
 	index := f.Index()
 	if index == 0 {
 		// raft does not report the configuration's own index here.
 		index = s.raft.AppliedIndex()
 	}
-	return f.Configuration(), index, nil
+	var peers []svc.RaftPeer
+	for _, srv := range f.Configuration().Servers {
+		peers = append(peers, svc.RaftPeer{ID: string(srv.ID), Address: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
+	}
+	return peers, index, nil
 }
 
 // ServerNames maps the IDs of the recorded servers to their node names.

@@ -156,7 +156,7 @@ func (c *apiClient) call(method, path string, in, out any) ([]byte, error) {
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -14,19 +16,68 @@ import (
 type apiClient struct {
 	address string
 	token   string
-	http    *http.Client
+	// TLS: the CA to verify the server with (default: the system's) and a
+	// client certificate to present.
+	caFile, certFile, keyFile string
+
+	client *http.Client
 }
 
-// clientFlags adds -address and -token to a command's flags.
+// clientFlags adds -address, -token and the TLS options to a command's flags.
 func clientFlags(flags *flag.FlagSet) *apiClient {
-	c := &apiClient{http: &http.Client{Timeout: 10 * time.Minute}}
+	c := &apiClient{}
 	addr := os.Getenv("CTLPLANE_HTTP_ADDR")
 	if addr == "" {
 		addr = "http://127.0.0.1:8500"
 	}
-	flags.StringVar(&c.address, "address", addr, "HTTP address of a server (env CTLPLANE_HTTP_ADDR)")
+	flags.StringVar(&c.address, "address", addr, "HTTP address of a server, http://host:port or https://host:port (env CTLPLANE_HTTP_ADDR)")
 	flags.StringVar(&c.token, "token", os.Getenv("CTLPLANE_TOKEN"), "ACL token (env CTLPLANE_TOKEN)")
+	flags.StringVar(&c.caFile, "ca-file", os.Getenv("CTLPLANE_CACERT"), "CA certificate to verify an HTTPS server with (env CTLPLANE_CACERT)")
+	flags.StringVar(&c.certFile, "client-cert", os.Getenv("CTLPLANE_CLIENT_CERT"), "client certificate to present over HTTPS (env CTLPLANE_CLIENT_CERT)")
+	flags.StringVar(&c.keyFile, "client-key", os.Getenv("CTLPLANE_CLIENT_KEY"), "key of -client-cert (env CTLPLANE_CLIENT_KEY)")
 	return c
+}
+
+// http is the HTTP client, built at first use (after the flags are parsed).
+func (c *apiClient) http() (*http.Client, error) {
+	if c.client != nil {
+		return c.client, nil
+	}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.caFile != "" {
+		buf, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read the CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(buf) {
+			return nil, fmt.Errorf("the CA file %s holds no PEM certificate", c.caFile)
+		}
+		conf.RootCAs = pool
+	}
+	if (c.certFile == "") != (c.keyFile == "") {
+		return nil, fmt.Errorf("-client-cert and -client-key go together")
+	}
+	if c.certFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("failed to load the client certificate: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = conf
+	c.client = &http.Client{Timeout: 10 * time.Minute, Transport: tr}
+	return c.client, nil
+}
+
+// send sends a request with the client's TLS settings.
+func (c *apiClient) send(req *http.Request) (*http.Response, error) {
+	hc, err := c.http()
+	if err != nil {
+		return nil, err
+	}
+	return hc.Do(req)
 }
 
 // do sends a request and returns the response when its status is 200;
@@ -36,7 +87,7 @@ func (c *apiClient) do(method, path string, body io.Reader) (*http.Response, err
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		return nil, err
 	}

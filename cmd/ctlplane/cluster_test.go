@@ -76,6 +76,9 @@ func (m *member) launch(t *testing.T) *agent {
 		"-raft-timeout=300ms",
 		"-acl-initial-management-token=" + testManagementToken,
 	}
+	// Raft between the servers is mutual TLS, with certificates made by
+	// `ctlplane tls`.
+	args = append(args, tlsAgentArgs(t)...)
 	for _, j := range m.join {
 		args = append(args, "-join="+j)
 	}

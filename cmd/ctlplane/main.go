@@ -19,6 +19,7 @@ Commands:
   acl        bootstrap; policies, tokens, roles, auth methods, binding rules
   login      exchange a bearer token for an ACL token through an auth method
   logout     destroy a token created by login
+  tls        create a CA and server or client certificates
   version    print the version
 `
 
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runLogin(args[1:], stdout, stderr)
 	case "logout":
 		return runLogout(args[1:], stdout, stderr)
+	case "tls":
+		return runTLS(args[1:], stdout, stderr)
 	case "version", "-version", "--version", "-v":
 		fmt.Fprintf(stdout, "ctlplane v%s\n", Version)
 		return 0

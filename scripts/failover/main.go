@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -122,6 +123,26 @@ type cluster struct {
 	nodes []*node
 }
 
+// makeCerts creates a CA and a server certificate in dir with `ctlplane tls`
+// and returns the agent flags that use them.
+func makeCerts(bin, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	for _, args := range [][]string{{"tls", "ca", "create"}, {"tls", "cert", "create", "-server"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return []string{
+		"-tls-ca-file=" + filepath.Join(dir, "ctlplane-agent-ca.pem"),
+		"-tls-cert-file=" + filepath.Join(dir, "dc1-server-ctlplane-0.pem"),
+		"-tls-key-file=" + filepath.Join(dir, "dc1-server-ctlplane-0-key.pem"),
+	}, nil
+}
+
 // startCluster starts three servers that form a cluster through
 // -bootstrap-expect=3 and -join, and waits until each answers a stale list.
 func startCluster(bin, dir string, cfg config) (*cluster, error) {
@@ -145,10 +166,15 @@ func startCluster(bin, dir string, cfg config) (*cluster, error) {
 	}
 	// ACLs are on, as by default; every request uses the management token.
 	token := benchutil.NewToken()
+	// Raft is mutual TLS, as a multi-server cluster needs by default.
+	tlsArgs, err := makeCerts(bin, filepath.Join(dir, "tls"))
+	if err != nil {
+		return nil, err
+	}
 	for i := range 3 {
 		name := fmt.Sprintf("n%d", i+1)
 		args := append([]string{"-bootstrap-expect=3", "-raft-timeout=" + cfg.raftTimeout.String(),
-			"-acl-initial-management-token=" + token}, joins...)
+			"-acl-initial-management-token=" + token}, append(joins, tlsArgs...)...)
 		a, err := benchutil.StartAgent(benchutil.AgentConfig{
 			Bin: bin, Name: name, DataDir: filepath.Join(dir, name), HTTPAddr: httpAddrs[i], RaftAddr: raftAddrs[i],
 			LogPath: filepath.Join(dir, name+".log"), Args: args,

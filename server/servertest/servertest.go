@@ -1,5 +1,7 @@
 // Package servertest starts real ctlplane servers for tests: real Raft over
-// TCP on 127.0.0.1, real bbolt files in t.TempDir(), real HTTP.
+// mutual TLS on 127.0.0.1 (in memory for a lone dev server), real bbolt
+// files in t.TempDir(), real HTTP (which also answers HTTPS, as servers use
+// it between them).
 package servertest
 
 import (
@@ -99,6 +101,7 @@ func StartNoWait(t testing.TB, opts ...Option) *TestServer {
 	for _, o := range opts {
 		o(cfg)
 	}
+	withTestTLS(t, cfg)
 	srv, err := agent.New(cfg)
 	if err != nil {
 		t.Fatalf("starting server: %v", err)
