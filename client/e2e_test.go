@@ -31,7 +31,7 @@ func TestClientEndToEnd(t *testing.T) {
 	}
 	now := time.Now()
 	job := &state.Job{Namespace: "default", ID: "e2e", Name: "e2e", Type: "service", Priority: 50, Datacenters: []string{"dc1"},
-		Update: &state.UpdateStrategy{MaxParallel: 2, HealthCheck: "task_states", MinHealthyTime: 100 * time.Millisecond, HealthyDeadline: time.Minute, ProgressDeadline: 10 * time.Minute},
+		Update:     &state.UpdateStrategy{MaxParallel: 2, HealthCheck: "task_states", MinHealthyTime: 100 * time.Millisecond, HealthyDeadline: time.Minute, ProgressDeadline: 10 * time.Minute},
 		TaskGroups: []*state.TaskGroup{{Name: "web", Count: 4, Tasks: []*state.Task{{Name: "t", Driver: "mock_driver", Config: map[string]any{}, Resources: &state.Resources{CPU: 100, MemoryMB: 100}}}}}}
 	ev := &state.Evaluation{ID: uuid.NewString(), Namespace: "default", JobID: "e2e", Type: "service", Priority: 50, TriggeredBy: "job-register", Status: "pending", CreateTime: now.UnixNano(), ModifyTime: now.UnixNano()}
 	if _, err := fsm.Apply(ts.Server, fsm.JobRegister, &fsm.JobRegisterRequest{Job: job, Eval: ev}); err != nil {
