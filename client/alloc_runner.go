@@ -103,6 +103,9 @@ func (ar *allocRunner) stop() {
 	}
 	ar.stopping = true
 	ar.stopHealth()
+	if ar.finished() {
+		return
+	}
 	for _, tr := range ar.tasks {
 		tr.kill("")
 	}
@@ -121,7 +124,18 @@ func (ar *allocRunner) taskFailed(failed *taskRunner) {
 	}
 }
 
-// destroy drops the runner (the allocation is gone from the servers).
+// finished says whether every task is dead.
+func (ar *allocRunner) finished() bool {
+	for _, tr := range ar.tasks {
+		if tr.phase != phaseDead {
+			return false
+		}
+	}
+	return true
+}
+
+// destroy stops the runner's timers (client shutdown, or a finished
+// allocation the servers no longer list).
 func (ar *allocRunner) destroy() {
 	ar.stopHealth()
 	for _, tr := range ar.tasks {
