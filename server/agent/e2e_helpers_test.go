@@ -56,7 +56,7 @@ func update(extra map[string]any) map[string]any {
 }
 
 type registerResponse struct {
-	EvalID         string
+	EvalID                                 string
 	EvalCreateIndex, JobModifyIndex, Index uint64
 }
 

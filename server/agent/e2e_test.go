@@ -3,7 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"net/http"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/servertest"
