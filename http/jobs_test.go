@@ -86,6 +86,34 @@ func TestJobRegister(t *testing.T) {
 		r0.Index, r2.Index, r2.Index, getJob(t, ts, "web").SubmitTime)
 	expectJSON(t, resp, want)
 	expectHeader(t, resp, "X-Nomad-Index", fmt.Sprint(r2.Index))
+
+	// Prefix, namespace and meta options of the list.
+	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("worker", 1, `,"Meta":{"team":"a"}`))
+	mustWrite(t, ts, "PUT", "/v1/jobs?namespace=other", jobBody("web-2", 1, ""))
+	ids := func(path string) string {
+		var stubs []struct {
+			ID, Namespace string
+			Meta          map[string]string
+		}
+		ts.Do(t, "GET", path, "").JSON(t, &stubs)
+		var out []string
+		for _, s := range stubs {
+			out = append(out, s.Namespace+"/"+s.ID+fmt.Sprint(len(s.Meta)))
+		}
+		return strings.Join(out, " ")
+	}
+	for path, want := range map[string]string{
+		"/v1/jobs":                          "default/web0 default/worker0",
+		"/v1/jobs?prefix=wo":                "default/worker0",
+		"/v1/jobs?meta=true":                "default/web0 default/worker1",
+		"/v1/jobs?namespace=other":          "other/web-20",
+		"/v1/jobs?namespace=*&prefix=web":   "default/web0 other/web-20",
+		"/v1/jobs?namespace=nope&prefix=we": "",
+	} {
+		if got := ids(path); got != want {
+			t.Errorf("GET %s: %q, want %q", path, got, want)
+		}
+	}
 }
 
 // TestJobRegisterPathAndBody: the path ID must match; empty or missing bodies.
@@ -114,6 +142,9 @@ func TestJobRegisterPathAndBody(t *testing.T) {
 	expectError(t, ts.Do(t, "GET", "/v1/job/nope", ""), 404, "job not found")
 	expectError(t, ts.Do(t, "GET", "/v1/job/nope/versions", ""), 404, "job versions not found")
 	expectError(t, ts.Do(t, "PATCH", "/v1/job/web", ""), 405, "method PATCH not allowed")
+	expectError(t, ts.Do(t, "GET", "/v1/jobs?meta=yes", ""), 400, `Failed to parse value of "meta" (yes) as a bool: strconv.ParseBool: parsing "yes": invalid syntax`)
+	expectError(t, ts.Do(t, "GET", "/v1/jobs?namespace=a/b", ""), 400, `Invalid namespace "a/b": a namespace name is 1 to 64 letters, digits, '-' or '_'`)
+	expectError(t, ts.Do(t, "GET", "/v1/job/web?stale&consistent", ""), 400, "Cannot specify ?stale with ?consistent, conflicting semantics.")
 
 	// Register options: EnforceIndex with the right index, EvalPriority, PreserveCounts.
 	body := func(count int, opts string) string {

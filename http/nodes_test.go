@@ -192,6 +192,16 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 		evals[0].CreateIndex != res.Index || a1.ModifyIndex < res.Index || a1.ClientStatus != state.AllocClientStatusFailed {
 		t.Fatalf("alloc-failure evals %+v (alloc modify %d, answered %d)", evals, a1.ModifyIndex, res.Index)
 	}
+	// What ended on the client is no longer sent to it.
+	cas, _, err = c.NodeAllocations(ctx, reg.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range cas {
+		if ca.Allocation.ID == allocs[1].ID {
+			t.Errorf("the failed allocation is still listed for the client")
+		}
+	}
 	// Reporting the same failure again is not a new failure.
 	if _, err := c.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{{ID: allocs[1].ID, ClientStatus: state.AllocClientStatusFailed, TaskStates: dead}}); err != nil {
 		t.Fatal(err)

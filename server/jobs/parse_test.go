@@ -131,6 +131,7 @@ func TestParseErrors(t *testing.T) {
 		{`{"ID":"web","Priority":"high"}`, "Job decoding failed: json: cannot unmarshal string into Go struct field JobSpec.Priority of type int"},
 		{`{"ID":"a b","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`, "Job ID contains a space"},
 		{`{"ID":"a\u0000b","Name":"n","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`, "Job ID contains a null character"},
+		{`{"ID":"a/b","Name":"n","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`, "Job ID contains a slash: the job could not be addressed by its URL path"},
 		{`{"ID":"` + long + `","Name":"n","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`, "Job ID is 129 characters long: at most 128 are allowed"},
 		{job(`,"Name":""`), "Missing job name"},
 		{job(`,"Name":"` + long + `"`), "Job Name is 129 characters long: at most 128 are allowed"},
