@@ -144,7 +144,9 @@ func TestDeploymentEndToEnd(t *testing.T) {
 		t.Errorf("history of the failure: %+v", last.Cause)
 	}
 	// The rollback is version 2 with version 0's spec, deployed in turn.
-	d2 := e.runUntil("web", nil, func(d *state.Deployment) bool { return d.JobVersion == 2 && d.Status == state.DeploymentStatusSuccessful })
+	d2 := e.runUntil("web", nil, func(d *state.Deployment) bool {
+		return d.JobVersion == 2 && d.Status == state.DeploymentStatusSuccessful
+	})
 	_, job, _ := e.ts.State().Job(nil, "default", "web")
 	if job.Version != 2 || job.Meta["v"] != "v0" || d2.JobVersion != 2 {
 		t.Errorf("after the rollback: job version %d meta %v", job.Version, job.Meta)
