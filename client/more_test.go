@@ -84,3 +84,27 @@ func TestClientTriesTheNextServer(t *testing.T) {
 		t.Error("a malformed node ID was accepted")
 	}
 }
+
+func TestClientRestartDelayMode(t *testing.T) {
+	e := newEnv(t)
+	restart := &state.RestartPolicy{Attempts: 1, Interval: time.Minute, Delay: time.Second, Mode: "delay"}
+	job := e.job(t, "delayed", nil, restart, map[string]any{"run_for": "1s"})
+	allocID, _ := e.place(t, job)
+	e.waitAlloc(t, allocID, "running", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
+	// Exit at 1s (restart within policy, 1s delay), start at 2s, exit at 3s:
+	// the second attempt exceeds the policy, so the restart waits for the
+	// interval that began at 1s to end (at 61s).
+	e.clock.Advance(3 * time.Second)
+	a := e.waitAlloc(t, allocID, "delayed", func(a *state.Allocation) bool { return task(a).Restarts == 2 })
+	ts := task(a)
+	last := ts.Events[len(ts.Events)-1]
+	if last.Type != state.TaskRestarting || last.StartDelay != int64(58*time.Second) ||
+		last.RestartReason != `Exceeded allowed attempts 1 in interval 1m0s and mode is "delay"` || ts.Failed {
+		t.Fatalf("delayed restart: %s %+v", describe(a), last)
+	}
+	e.clock.Advance(58 * time.Second)
+	a = e.waitAlloc(t, allocID, "running again", func(a *state.Allocation) bool { return task(a).State == state.TaskStateRunning })
+	if !task(a).StartedAt.Equal(start.Add(61 * time.Second)) {
+		t.Errorf("StartedAt %v", task(a).StartedAt)
+	}
+}

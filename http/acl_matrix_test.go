@@ -418,7 +418,7 @@ func acxCallers(t *testing.T, s *acxServer, aclsOn bool) []*acxCaller {
 		callers = append(callers, c)
 	}
 	mgmt := &acxCaller{name: "management", secret: s.mgmt, known: true,
-		perms: perms(needACLRead, needACLWrite, needOpRead, needOpWrite, needManagement, needNodeRead, needNodeWrite, needNSReadJob)}
+		perms: perms(needACLRead, needACLWrite, needOpRead, needOpWrite, needManagement, needNodeRead, needNodeWrite, needNSReadJob, needNSSubmitJob)}
 	if aclsOn {
 		var self state.ACLToken
 		s.must(t, "GET", "/v1/acl/token/self", "").JSON(t, &self)
