@@ -175,7 +175,8 @@ type Group struct {
 }
 
 // Job is a service job whose groups run the mock driver; meta tells
-// versions apart.
+// versions apart (it is also in each task's environment, so that a new
+// version replaces allocations instead of updating them in place).
 func Job(ns, id, meta string, groups ...Group) *state.Job {
 	j := &state.Job{
 		Region: "global", Namespace: ns, ID: id, Name: id, Type: state.JobTypeService, Priority: 50,
@@ -192,7 +193,7 @@ func Job(ns, id, meta string, groups ...Group) *state.Job {
 				MaxParallel: 1, HealthCheck: hc, MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute,
 				ProgressDeadline: g.ProgressDeadline, AutoRevert: g.AutoRevert, AutoPromote: g.AutoPromote, Canary: g.Canary,
 			},
-			Tasks: []*state.Task{{Name: "app", Driver: "mock_driver", Config: map[string]any{"run_for": "1h"}}},
+			Tasks: []*state.Task{{Name: "app", Driver: "mock_driver", Config: map[string]any{"run_for": "1h"}, Env: map[string]string{"VERSION": meta}}},
 		})
 	}
 	return j
