@@ -90,7 +90,7 @@ func (s *Server) checkACLMode() error {
 
 // fail reports an error the agent cannot go on with (see Fatal).
 func (s *Server) fail(err error) {
-	s.logger.Error("stopping: "+err.Error())
+	s.logger.Error("stopping: " + err.Error())
 	select {
 	case s.fatalCh <- err:
 	default:

@@ -11,10 +11,10 @@ const serversTable = "servers"
 // ServerInfo is one server of the cluster as the others need to know it:
 // enough to forward a request to it when it leads.
 type ServerInfo struct {
-	ID          string
-	Name        string
-	RaftAddr    string
-	HTTPAddr    string
+	ID       string
+	Name     string
+	RaftAddr string
+	HTTPAddr string
 	// KeyHash is the SHA-256 (hex) of a random key the server keeps in its
 	// data directory: only a join request presenting that key may change
 	// this record.
