@@ -44,22 +44,28 @@ func newAllocRunner(c *Client, a *state.Allocation, tg *state.TaskGroup) *allocR
 
 // run starts every task and the health deadline.
 func (ar *allocRunner) run() {
-	if ar.watchHealth {
-		d := ar.group.Update.HealthyDeadline
-		if d <= 0 {
-			d = defaultHealthyDeadline
-		}
-		g := ar.healthGen
-		ar.deadlineTimer = ar.c.clock.AfterFunc(d, ar.locked(func() {
-			if g == ar.healthGen {
-				ar.reportHealth(false)
-			}
-		}))
-	}
+	ar.startHealthDeadline()
 	for _, tr := range ar.tasks {
 		tr.start()
 	}
 	ar.changed()
+}
+
+// startHealthDeadline arms the HealthyDeadline timer when health is watched.
+func (ar *allocRunner) startHealthDeadline() {
+	if !ar.watchHealth {
+		return
+	}
+	d := ar.group.Update.HealthyDeadline
+	if d <= 0 {
+		d = defaultHealthyDeadline
+	}
+	g := ar.healthGen
+	ar.deadlineTimer = ar.c.clock.AfterFunc(d, ar.locked(func() {
+		if g == ar.healthGen {
+			ar.reportHealth(false)
+		}
+	}))
 }
 
 // locked wraps a timer callback: under the client's lock, skipped once the
@@ -86,6 +92,7 @@ func (ar *allocRunner) restartPolicy() state.RestartPolicy {
 
 // update takes a newer version of the allocation from the servers.
 func (ar *allocRunner) update(a *state.Allocation, tg *state.TaskGroup) {
+	joined := a.DeploymentID != ar.alloc.DeploymentID
 	ar.alloc = a
 	if tg != nil {
 		ar.group = tg
@@ -93,6 +100,18 @@ func (ar *allocRunner) update(a *state.Allocation, tg *state.TaskGroup) {
 	switch a.DesiredStatus {
 	case state.AllocDesiredStatusStop, state.AllocDesiredStatusEvict:
 		ar.stop()
+		return
+	}
+	if joined && !ar.stopping {
+		// Updated in place into a new deployment (a scale or a rollback to
+		// the same spec): that deployment needs this allocation's health
+		// anew, as Nomad's client watches it again.
+		ar.stopHealth()
+		ar.healthReported = nil
+		u := ar.group.Update
+		ar.watchHealth = a.DeploymentID != "" && u != nil && u.HealthCheck != state.UpdateHealthManual
+		ar.startHealthDeadline()
+		ar.changed()
 	}
 }
 
@@ -103,6 +122,9 @@ func (ar *allocRunner) stop() {
 	}
 	ar.stopping = true
 	ar.stopHealth()
+	if ar.finished() {
+		return
+	}
 	for _, tr := range ar.tasks {
 		tr.kill("")
 	}
@@ -121,7 +143,18 @@ func (ar *allocRunner) taskFailed(failed *taskRunner) {
 	}
 }
 
-// destroy drops the runner (the allocation is gone from the servers).
+// finished says whether every task is dead.
+func (ar *allocRunner) finished() bool {
+	for _, tr := range ar.tasks {
+		if tr.phase != phaseDead {
+			return false
+		}
+	}
+	return true
+}
+
+// destroy stops the runner's timers (client shutdown, or a finished
+// allocation the servers no longer list).
 func (ar *allocRunner) destroy() {
 	ar.stopHealth()
 	for _, tr := range ar.tasks {

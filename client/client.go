@@ -376,10 +376,15 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) {
 		c.runners[a.ID] = ar
 		ar.run()
 	}
+	// The servers no longer list what ended (or was deleted): stop what
+	// still runs of it, and forget it once every task is dead.
 	for id, ar := range c.runners {
 		if !seen[id] {
-			ar.destroy()
-			delete(c.runners, id)
+			ar.stop()
+			if ar.finished() {
+				ar.destroy()
+				delete(c.runners, id)
+			}
 		}
 	}
 }

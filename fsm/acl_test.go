@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -32,7 +33,7 @@ var (
 )
 
 // apply applies one entry built with fsm.Encode and returns the response.
-func apply(t *testing.T, f *fsm.FSM, idx uint64, mt fsm.MessageType, req any) any {
+func apply(t *testing.T, f *raftfsm.FSM, idx uint64, mt fsm.MessageType, req any) any {
 	t.Helper()
 	return f.Apply(entry(t, idx, mt, req))
 }
@@ -462,7 +463,7 @@ func TestApplyACLUndecodableBodyPanics(t *testing.T) {
 
 // seededACL has an object in every ACL table: two auth methods, a binding
 // rule, a policy, a role, the bootstrap token and two more tokens.
-func seededACL(t *testing.T) *fsm.FSM {
+func seededACL(t *testing.T) *raftfsm.FSM {
 	t.Helper()
 	f := newFSM()
 	steps := []struct {

@@ -13,7 +13,6 @@ import (
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-msgpack/v2/codec"
-	"github.com/hashicorp/raft"
 )
 
 // FSM is the raft.FSM of ctlplane. It is the only writer of the state store.
@@ -37,13 +36,14 @@ func (f *FSM) State() *state.Store {
 	return f.state
 }
 
-// Apply applies one committed entry. The returned value is what the writer's
-// raft.ApplyFuture.Response sees: the stored object, or an error.
-func (f *FSM) Apply(l *raft.Log) any {
-	if len(l.Data) == 0 {
-		return fmt.Errorf("empty log entry at index %d", l.Index)
+// ApplyEntry applies one committed log entry at its Raft index. The
+// returned value is what the writer's apply future sees: the stored object,
+// or an error.
+func (f *FSM) ApplyEntry(index uint64, data []byte) any {
+	if len(data) == 0 {
+		return fmt.Errorf("empty log entry at index %d", index)
 	}
-	t := MessageType(l.Data[0])
+	t := MessageType(data[0])
 	// The flag lets an older server skip a type it does not know; a server
 	// that knows the type applies it.
 	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
@@ -51,43 +51,40 @@ func (f *FSM) Apply(l *raft.Log) any {
 	cmd, ok := commands[t]
 	if !ok {
 		if ignoreUnknown {
-			f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t, "index", l.Index)
+			f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t, "index", index)
 			return nil
 		}
 		// Skipping it would silently diverge from the servers that know it.
-		panic(fmt.Errorf("failed to apply request: unknown message type %d at index %d", t, l.Index))
+		panic(fmt.Errorf("failed to apply request: unknown message type %d at index %d", t, index))
 	}
 	defer metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, time.Now(), []metrics.Label{{Name: "type", Value: cmd.name}})
-	resp, err := cmd.apply(f.State(), l.Index, l.Data[1:])
+	resp, err := cmd.apply(f.State(), index, data[1:])
 	if err != nil {
 		// Every server would fail the same way: stop rather than diverge.
-		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, l.Index, err))
+		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, index, err))
 	}
 	return resp
 }
 
-// Snapshot captures the store in O(1); Persist streams it later.
-func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{snap: f.State().Snapshot()}, nil
+// Snapshot captures the store in O(1); Stream writes it later.
+func (f *FSM) Snapshot() *Snapshot {
+	return &Snapshot{snap: f.State().Snapshot()}
 }
 
-type fsmSnapshot struct {
+// Snapshot is a point-in-time capture of the state, to be streamed.
+type Snapshot struct {
 	snap *state.Snapshot
 }
 
-// Persist writes the snapshot stream: a (table name, row) record for every
+// Stream writes the snapshot stream: a (table name, row) record for every
 // row of every table, then an end record ("", number of rows) so that a
 // stream cut anywhere is detected.
-func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+func (s *Snapshot) Stream(w io.Writer) error {
 	defer metrics.MeasureSince([]string{"fsm", "persist"}, time.Now())
-	if err := s.write(sink); err != nil {
-		sink.Cancel()
-		return err
-	}
-	return sink.Close()
+	return s.write(w)
 }
 
-func (s *fsmSnapshot) write(w io.Writer) error {
+func (s *Snapshot) write(w io.Writer) error {
 	enc := codec.NewEncoder(w, msgpackHandle)
 	var rows uint64
 	for _, table := range state.Tables() {
@@ -111,7 +108,8 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	return enc.Encode(rows)
 }
 
-func (s *fsmSnapshot) Release() { s.snap.Close() }
+// Release frees the capture.
+func (s *Snapshot) Release() { s.snap.Close() }
 
 // Restore replaces the whole state with the snapshot's, atomically: the new
 // store is built aside and swapped in, then the old one is abandoned so that

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
@@ -29,7 +30,7 @@ const (
 	idMissing = "11111111-2222-4333-8444-555555555555"
 )
 
-func newFSM() *fsm.FSM { return fsm.New(hclog.NewNullLogger()) }
+func newFSM() *raftfsm.FSM { return raftfsm.New(hclog.NewNullLogger()) }
 
 func entry(t *testing.T, idx uint64, mt fsm.MessageType, req any) *raft.Log {
 	t.Helper()
@@ -56,7 +57,7 @@ func setReq(id, ns, method, bindName string, create bool) fsm.BindingRuleSetRequ
 }
 
 // applyRule applies a create or update and returns the stored rule.
-func applyRule(t *testing.T, f *fsm.FSM, idx uint64, req fsm.BindingRuleSetRequest) *state.BindingRule {
+func applyRule(t *testing.T, f *raftfsm.FSM, idx uint64, req fsm.BindingRuleSetRequest) *state.BindingRule {
 	t.Helper()
 	resp := f.Apply(entry(t, idx, fsm.BindingRuleSetType, req))
 	rule, ok := resp.(*state.BindingRule)
@@ -393,7 +394,7 @@ type trackedReader struct {
 func (r *trackedReader) Close() error { r.closed = true; return nil }
 
 // persist snapshots f into memory and returns the stream.
-func persist(t *testing.T, f *fsm.FSM) []byte {
+func persist(t *testing.T, f *raftfsm.FSM) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -411,7 +412,7 @@ func persist(t *testing.T, f *fsm.FSM) []byte {
 }
 
 // seeded returns an FSM with rules in two namespaces, one updated and one deleted.
-func seeded(t *testing.T) *fsm.FSM {
+func seeded(t *testing.T) *raftfsm.FSM {
 	t.Helper()
 	f := newFSM()
 	applyRule(t, f, 3, setReq(idC, "default", "minikube", "c", true))
@@ -426,7 +427,7 @@ func seeded(t *testing.T) *fsm.FSM {
 }
 
 // seededWithServers adds two servers (index 9 and 10) to seeded's rules.
-func seededWithServers(t *testing.T) *fsm.FSM {
+func seededWithServers(t *testing.T) *raftfsm.FSM {
 	t.Helper()
 	f := seeded(t)
 	for i, id := range []string{"srv-b", "srv-a"} {

@@ -7,6 +7,7 @@ package http_test
 import (
 	"encoding/json"
 	"fmt"
+	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -355,7 +356,8 @@ func TestConsulAPIAuthMethodsAndLogin(t *testing.T) {
 // TestAuthMethodBlocking: list and read are blocking queries woken by a
 // write to the auth-method table.
 func TestAuthMethodBlocking(t *testing.T) {
-	s := lgStart(t)
+	ts, h := serveOwn(t, lgStart(t).TestServer, ctlhttp.Services{})
+	s := &lgServer{ts}
 	idx := indexOf(t, s.mustAdmin(t, "GET", methodsPath, ""))
 	done := make(chan *servertest.Response, 2)
 	go func() {
@@ -364,7 +366,7 @@ func TestAuthMethodBlocking(t *testing.T) {
 	go func() {
 		done <- s.Do(t, "GET", fmt.Sprintf("%s/late?index=%d&wait=10s", methodPath, idx), "", "X-Service-Token", lgMgmt)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitBlocked(t, h, 2) // both reads wait before the write
 	start := time.Now()
 	s.mustAdmin(t, "PUT", methodPath, `{"Name":"late","Type":"jwt","Config":{"JWKSURL":"https://k.example"}}`)
 	for i := 0; i < 2; i++ {

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -43,16 +44,45 @@ func aclService(ts *servertest.TestServer, clock func() time.Time) *acl.Service 
 }
 
 // onClock serves ts's API from a handler of its own whose ACL service reads
-// clock, on 127.0.0.1; it returns ts with URL pointing there (and the
-// handler), so that every request helper works unchanged.
+// clock (serveOwn).
 func onClock(t testing.TB, ts *servertest.TestServer, clock *fakeClock) (*servertest.TestServer, *ctlhttp.Handler) {
 	t.Helper()
-	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclService(ts, clock.Now)})
+	return serveOwn(t, ts, ctlhttp.Services{ACL: aclService(ts, clock.Now)})
+}
+
+// serveOwn serves ts's API from a handler of its own (with services) on
+// 127.0.0.1 and returns ts with URL pointing there, so that every request
+// helper works unchanged, and the handler, whose BlockedQueries tells a
+// test that a query is waiting.
+func serveOwn(t testing.TB, ts *servertest.TestServer, services ctlhttp.Services) (*servertest.TestServer, *ctlhttp.Handler) {
+	t.Helper()
+	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), services)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	out := *ts
 	out.URL = srv.URL
 	return &out, h
+}
+
+// untilBlocked waits until at least n queries are blocked in h; it reports
+// instead of failing so that goroutines can use it.
+func untilBlocked(h *ctlhttp.Handler, n int64) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for h.BlockedQueries() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d queries blocked after 10s, want %d", h.BlockedQueries(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// waitBlocked is untilBlocked for the test goroutine.
+func waitBlocked(t testing.TB, h *ctlhttp.Handler, n int64) {
+	t.Helper()
+	if err := untilBlocked(h, n); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitACLReady waits until the leader has created the built-in ACL objects

@@ -520,47 +520,6 @@ func TestLoginBindings(t *testing.T) {
 	}
 }
 
-// TestLoginInvalidBindName: a matching rule whose BindName renders to a name
-// its bind type refuses fails the whole login with 400 naming the rendered
-// value, as upstream's does, before anything is written, even when other
-// rules bind; explain says so and shows the rule as skipped with the reason.
-func TestLoginInvalidBindName(t *testing.T) {
-	s := lgStart(t)
-	key := newLgKey(t, jose.ES256)
-	s.mustAdmin(t, "PUT", methodPath, methodBody(t, "corp", "", key))
-	good := s.addRule(t, "corp", "", "service", "web")
-	bad := s.addRule(t, "corp", "", "service", "svc-${value.name}")
-	const msg = `cannot compute "service" bind name for bind target: failed to validate bindType "service": invalid bind name: "svc-web server"`
-
-	bearer := key.sign(t, claims(map[string]any{"sub": "Web Server"}))
-	before := s.State().TableIndex("acl-tokens")
-	resp, ex := s.expectSameVerdict(t, "corp", bearer)
-	expectError(t, resp, 400, msg)
-	if after := s.State().TableIndex("acl-tokens"); after != before {
-		t.Errorf("a refused login wrote a token: tokens index %d -> %d", before, after)
-	}
-	verdicts := map[string]string{}
-	for _, r := range ex.BindingRules {
-		verdicts[r.ID] = fmt.Sprintf("%v|%s|%s", r.Matched, r.RenderedName, r.SkipReason)
-	}
-	want := map[string]string{
-		good: "true|web|",
-		bad:  `true||bind name invalid: failed to validate bindType "service": invalid bind name: "svc-web server"`,
-	}
-	if !reflect.DeepEqual(verdicts, want) {
-		t.Errorf("explain verdicts:\n got %v\nwant %v", verdicts, want)
-	}
-	// The same identity given as fields: the same verdict.
-	ex = s.explain(t, `{"AuthMethod":"corp","Identity":{"value.name":"Web Server"}}`)
-	if ex.LoginStatus != 400 || ex.LoginError != msg || ex.Token != nil {
-		t.Errorf("explain from identity: %+v", ex)
-	}
-	// A name that renders validly logs in.
-	if tok := s.login(t, "corp", key.sign(t, claims(map[string]any{"sub": "Web-Server"}))); len(tok.ServiceIdentities) != 2 {
-		t.Errorf("valid names: %+v", tok.ServiceIdentities)
-	}
-}
-
 // TestLoginMaxTokenTTL: a method's MaxTokenTTL sets the token's expiry;
 // once the (fake) clock passes it the token is refused.
 func TestLoginMaxTokenTTL(t *testing.T) {

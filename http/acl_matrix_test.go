@@ -291,7 +291,7 @@ func (f *acxFixture) expand(t *testing.T, s string) string {
 func acxEndpoints() []acxEndpoint {
 	ok := acxWant{200, ""}
 	okTrue := acxWant{200, "true"}
-	return append(jobsMatrixRows(), []acxEndpoint{
+	return append(append(jobsMatrixRows(), deploymentsMatrixRows()...), []acxEndpoint{
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},
@@ -418,7 +418,7 @@ func acxCallers(t *testing.T, s *acxServer, aclsOn bool) []*acxCaller {
 		callers = append(callers, c)
 	}
 	mgmt := &acxCaller{name: "management", secret: s.mgmt, known: true,
-		perms: perms(needACLRead, needACLWrite, needOpRead, needOpWrite, needManagement, needNodeRead, needNodeWrite, needNSReadJob)}
+		perms: perms(needACLRead, needACLWrite, needOpRead, needOpWrite, needManagement, needNodeRead, needNodeWrite, needNSReadJob, needNSSubmitJob)}
 	if aclsOn {
 		var self state.ACLToken
 		s.must(t, "GET", "/v1/acl/token/self", "").JSON(t, &self)

@@ -976,32 +976,3 @@ func TestACLAnonymousBootstrapHint(t *testing.T) {
 		s.expectRefused(t, "", "GET", rulesPath, "", 403, anonymousDeny("acl:read"))
 	})
 }
-
-// TestACLPolicyDatacenters: the list shows a policy's Datacenters, and a
-// policy limited to other datacenters grants nothing on this agent (dc1).
-func TestACLPolicyDatacenters(t *testing.T) {
-	s := aclServer(t)
-	var dc2 state.ACLPolicy
-	s.must(t, "PUT", policyPath, `{"Name":"dc2-writer","Rules":"acl = \"write\"","Datacenters":["dc2"]}`).JSON(t, &dc2)
-	tok := s.token(t, fmt.Sprintf(`{"Policies":[{"ID":%q}]}`, dc2.ID))
-	expectError(t, s.as(t, tok.SecretID, "GET", rulesPath, ""), 403, tokenDeny(tok.AccessorID, "acl:read"))
-
-	var list []struct {
-		ID          string
-		Datacenters []string
-	}
-	s.must(t, "GET", "/v1/acl/policies", "").JSON(t, &list)
-	found := false
-	for _, e := range list {
-		if e.ID == dc2.ID {
-			found = reflect.DeepEqual(e.Datacenters, []string{"dc2"})
-		}
-	}
-	if !found {
-		t.Errorf("policy list does not show Datacenters [dc2]: %+v", list)
-	}
-
-	// Naming dc1 too makes it apply here, at once.
-	s.must(t, "PUT", policyPath+"/"+dc2.ID, `{"Name":"dc2-writer","Rules":"acl = \"write\"","Datacenters":["dc2","dc1"]}`)
-	s.mustAs(t, tok.SecretID, "GET", rulesPath, "")
-}

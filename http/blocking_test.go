@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"io"
 	"net/http"
 	"strings"
@@ -27,12 +28,23 @@ type writeResult struct {
 	err    error
 }
 
-// writeAfter sends one request from its own goroutine once delay has
-// passed, while the test goroutine is blocked in a query.
-func writeAfter(ts *servertest.TestServer, delay time.Duration, method, path, body string) <-chan writeResult {
+// blockingStart starts a server whose API is served by a handler the test
+// holds, so that it can see when a query blocks.
+func blockingStart(t *testing.T) (*servertest.TestServer, *ctlhttp.Handler) {
+	t.Helper()
+	return serveOwn(t, start(t), ctlhttp.Services{})
+}
+
+// writeWhenBlocked sends one request from its own goroutine once a query
+// is blocked in h (the test goroutine's), so that the write provably comes
+// after the query started to wait.
+func writeWhenBlocked(ts *servertest.TestServer, h *ctlhttp.Handler, method, path, body string) <-chan writeResult {
 	ch := make(chan writeResult, 1)
 	go func() {
-		time.Sleep(delay)
+		if err := untilBlocked(h, 1); err != nil {
+			ch <- writeResult{err: err}
+			return
+		}
 		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 		if err != nil {
 			ch <- writeResult{err: err}
@@ -50,7 +62,7 @@ func writeAfter(ts *servertest.TestServer, delay time.Duration, method, path, bo
 	return ch
 }
 
-// wrote waits for a write made by writeAfter and decodes the rule it answered.
+// wrote waits for a write made by writeWhenBlocked and decodes the rule it answered.
 func wrote(t *testing.T, ch <-chan writeResult) rule {
 	t.Helper()
 	w := <-ch
@@ -65,12 +77,12 @@ func wrote(t *testing.T, ch <-chan writeResult) rule {
 
 func TestBlockingListWokenByWrite(t *testing.T) {
 	t.Parallel()
-	ts := start(t)
+	ts, h := blockingStart(t)
 	first := create(t, ts, minimalBody)
 	index := first.ModifyIndex
 
 	began := time.Now()
-	ch := writeAfter(ts, 100*time.Millisecond, "PUT", rulePath, `{"AuthMethod":"minikube","BindType":"node","BindName":"n1"}`)
+	ch := writeWhenBlocked(ts, h, "PUT", rulePath, `{"AuthMethod":"minikube","BindType":"node","BindName":"n1"}`)
 	resp := ts.Do(t, "GET", rulesPath+"?index="+u(index)+"&wait=30s", "")
 	elapsed := time.Since(began)
 	second := wrote(t, ch)
@@ -91,11 +103,11 @@ func TestBlockingListWokenByWrite(t *testing.T) {
 
 func TestBlockingListNamespaceWokenByWriteThere(t *testing.T) {
 	t.Parallel()
-	ts := start(t)
+	ts, h := blockingStart(t)
 	first := create(t, ts, minimalBody)
 
 	began := time.Now()
-	ch := writeAfter(ts, 100*time.Millisecond, "PUT", rulePath+"?ns=team-a", minimalBody)
+	ch := writeWhenBlocked(ts, h, "PUT", rulePath+"?ns=team-a", minimalBody)
 	resp := ts.Do(t, "GET", rulesPath+"?ns=team-a&index="+u(first.ModifyIndex)+"&wait=30s", "")
 	elapsed := time.Since(began)
 	inA := wrote(t, ch)
@@ -109,12 +121,12 @@ func TestBlockingListNamespaceWokenByWriteThere(t *testing.T) {
 
 func TestBlockingReadWokenByUpdate(t *testing.T) {
 	t.Parallel()
-	ts := start(t)
+	ts, h := blockingStart(t)
 	r := create(t, ts, minimalBody)
 	index := indexOf(t, ts.Do(t, "GET", ruleURL(r.ID), ""))
 
 	began := time.Now()
-	ch := writeAfter(ts, 100*time.Millisecond, "PUT", ruleURL(r.ID), `{"Description":"updated","BindType":"service","BindName":"api"}`)
+	ch := writeWhenBlocked(ts, h, "PUT", ruleURL(r.ID), `{"Description":"updated","BindType":"service","BindName":"api"}`)
 	resp := ts.Do(t, "GET", ruleURL(r.ID, "?index="+u(index)+"&wait=30s"), "")
 	elapsed := time.Since(began)
 	updated := wrote(t, ch)
@@ -131,11 +143,11 @@ func TestBlockingReadWokenByUpdate(t *testing.T) {
 
 func TestBlockingReadWokenByDelete(t *testing.T) {
 	t.Parallel()
-	ts := start(t)
+	ts, h := blockingStart(t)
 	r := create(t, ts, minimalBody)
 
 	began := time.Now()
-	ch := writeAfter(ts, 100*time.Millisecond, "DELETE", ruleURL(r.ID), "")
+	ch := writeWhenBlocked(ts, h, "DELETE", ruleURL(r.ID), "")
 	resp := ts.Do(t, "GET", ruleURL(r.ID, "?index="+u(r.ModifyIndex)+"&wait=30s"), "")
 	elapsed := time.Since(began)
 	if w := <-ch; w.err != nil || w.status != 200 || w.body != "true" {
@@ -154,11 +166,11 @@ func TestBlockingReadWokenByDelete(t *testing.T) {
 
 func TestBlockingReadOfMissingRuleWokenByWrite(t *testing.T) {
 	t.Parallel()
-	ts := start(t)
+	ts, h := blockingStart(t)
 	r := create(t, ts, minimalBody)
 
 	began := time.Now()
-	ch := writeAfter(ts, 100*time.Millisecond, "PUT", rulePath, minimalBody)
+	ch := writeWhenBlocked(ts, h, "PUT", rulePath, minimalBody)
 	resp := ts.Do(t, "GET", ruleURL(otherID, "?index="+u(r.ModifyIndex)+"&wait=30s"), "")
 	elapsed := time.Since(began)
 	other := wrote(t, ch)
@@ -249,19 +261,15 @@ func TestBlockingAnswersAtOnce(t *testing.T) {
 // only the write ends it.
 func TestBlockingDefaultWait(t *testing.T) {
 	t.Parallel()
-	ts := start(t)
+	ts, h := blockingStart(t)
 	r := create(t, ts, minimalBody)
-	const delay = 300 * time.Millisecond
 
 	began := time.Now()
-	ch := writeAfter(ts, delay, "PUT", rulePath, minimalBody)
+	ch := writeWhenBlocked(ts, h, "PUT", rulePath, minimalBody)
 	resp := ts.Do(t, "GET", rulesPath+"?index="+u(r.ModifyIndex), "")
 	elapsed := time.Since(began)
-	second := wrote(t, ch)
+	second := wrote(t, ch) // sent only once the query was blocked
 
-	if elapsed < delay {
-		t.Errorf("answered after %v, before the write at %v: it did not block", elapsed, delay)
-	}
 	if elapsed >= woken {
 		t.Errorf("answered after %v: not woken by the write", elapsed)
 	}
@@ -273,17 +281,17 @@ func TestBlockingDefaultWait(t *testing.T) {
 // wait.
 func TestBlockingReadNotWokenByUnrelatedWrite(t *testing.T) {
 	t.Parallel()
-	ts := start(t)
+	ts, h := blockingStart(t)
 	r := create(t, ts, minimalBody)
 	other := create(t, ts, minimalBody)
 	index := other.ModifyIndex
-	const wait = 3 * time.Second
+	const wait = time.Second
 
-	// The write comes well after the read has started to wait (a read that
-	// started after it would rightly answer at once: the table moved on).
+	// The write comes once the read is blocked (a read that started after
+	// it would rightly answer at once: the table moved on).
 	began := time.Now()
-	ch := writeAfter(ts, time.Second, "PUT", ruleURL(other.ID), `{"BindType":"service","BindName":"changed"}`)
-	resp := ts.Do(t, "GET", ruleURL(r.ID, "?index="+u(index)+"&wait=3s"), "")
+	ch := writeWhenBlocked(ts, h, "PUT", ruleURL(other.ID), `{"BindType":"service","BindName":"changed"}`)
+	resp := ts.Do(t, "GET", ruleURL(r.ID, "?index="+u(index)+"&wait=1s"), "")
 	elapsed := time.Since(began)
 	updated := wrote(t, ch)
 	if updated.ModifyIndex <= index {

@@ -8,6 +8,7 @@ package http_test
 
 import (
 	"fmt"
+	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"sort"
 	"strings"
 	"testing"
@@ -220,7 +221,8 @@ func TestConsulAPIACLPolicies(t *testing.T) {
 }
 
 func TestConsulAPIACLTokens(t *testing.T) {
-	s := lgStart(t)
+	ts, h := serveOwn(t, lgStart(t).TestServer, ctlhttp.Services{})
+	s := &lgServer{ts}
 	acl := newConsulAPIClientToken(t, s.TestServer, lgMgmt).ACL()
 
 	readers, _, err := acl.PolicyCreate(&api.ACLPolicy{Name: "readers", Rules: `acl = "read"`}, nil)
@@ -334,7 +336,7 @@ func TestConsulAPIACLTokens(t *testing.T) {
 		}
 		woke <- tok
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitBlocked(t, h, 1) // the update comes after token/self blocked
 	again := *updated
 	again.Description = "woken"
 	if updated, _, err = acl.TokenUpdate(&again, nil); err != nil {

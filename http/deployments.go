@@ -20,15 +20,11 @@ func (h *Handler) registerDeployments() {
 	h.handle("/v1/deployments", methods{{http.MethodGet, h.deploymentList}})
 	h.handle("/v1/deployment/allocations/{id}", methods{{http.MethodGet, h.deploymentAllocations}})
 	h.handle("/v1/deployment/history/{id}", methods{{http.MethodGet, h.deploymentHistory}})
-	for path, fn := range map[string]apiFunc{
-		"fail":              h.deploymentFail,
-		"pause":             h.deploymentPause,
-		"promote":           h.deploymentPromote,
-		"allocation-health": h.deploymentAllocHealth,
-		"unblock":           h.deploymentUnblock,
-	} {
-		h.handle("/v1/deployment/"+path+"/{id}", methods{{http.MethodPut, fn}, {http.MethodPost, fn}})
-	}
+	h.handle("/v1/deployment/fail/{id}", methods{{http.MethodPut, h.deploymentFail}, {http.MethodPost, h.deploymentFail}})
+	h.handle("/v1/deployment/pause/{id}", methods{{http.MethodPut, h.deploymentPause}, {http.MethodPost, h.deploymentPause}})
+	h.handle("/v1/deployment/promote/{id}", methods{{http.MethodPut, h.deploymentPromote}, {http.MethodPost, h.deploymentPromote}})
+	h.handle("/v1/deployment/allocation-health/{id}", methods{{http.MethodPut, h.deploymentAllocHealth}, {http.MethodPost, h.deploymentAllocHealth}})
+	h.handle("/v1/deployment/unblock/{id}", methods{{http.MethodPut, h.deploymentUnblock}, {http.MethodPost, h.deploymentUnblock}})
 	h.handle("/v1/deployment/{id}", methods{{http.MethodGet, h.deploymentRead}})
 }
 
@@ -239,7 +235,8 @@ type deploymentActionResponse struct {
 // deploymentWrite is the shape of every control operation: a full UUID in
 // the path, the body (optional when emptyOK) decoded strictly into body
 // with a DeploymentID that must match the path, 404 for an unknown
-// deployment, submit-job in its namespace, then the operation.
+// deployment, submit-job in its namespace, then the operation (501 when
+// this server has no deployment service).
 func (h *Handler) deploymentWrite(w http.ResponseWriter, r *http.Request, what string, body any, bodyID *string, emptyOK bool,
 	op func(svc DeploymentService, id, accessorID string) (*state.DeploymentActionResult, error), reverted bool) (any, error) {
 	depID, err := pathID(r, "deployment")
@@ -256,10 +253,6 @@ func (h *Handler) deploymentWrite(w http.ResponseWriter, r *http.Request, what s
 	if *bodyID != "" && *bodyID != depID {
 		return nil, badRequest("Deployment ID does not match")
 	}
-	svc := h.services.Deployments
-	if svc == nil {
-		return nil, &apiError{code: http.StatusNotImplemented, msg: "deployment operations are not available on this server"}
-	}
 	_, d, err := h.backend.State().Deployment(nil, depID)
 	if err != nil {
 		return nil, err
@@ -269,6 +262,10 @@ func (h *Handler) deploymentWrite(w http.ResponseWriter, r *http.Request, what s
 	}
 	if !ident.authz.NamespaceCapability(d.Namespace, acl.CapSubmitJob) {
 		return nil, errDeploymentDenied
+	}
+	svc := h.services.Deployments
+	if svc == nil {
+		return nil, &apiError{code: http.StatusNotImplemented, msg: "deployment operations are not available on this server"}
 	}
 	res, err := op(svc, depID, deploymentCaller(ident))
 	if err != nil {

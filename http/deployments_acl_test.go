@@ -15,7 +15,7 @@ func TestDeploymentACL(t *testing.T) {
 	const root = "8f2d6a52-5f1e-4c7a-9d43-0b6f1f6f7a11"
 	f := deploytest.Start(t, servertest.ACL(root))
 	admin := func(path, body string) *deploytest.Response {
-		resp := f.Server.Do(t, "PUT", path, body, "X-Service-Token", root)
+		resp := f.Do("PUT", path, body, "X-Service-Token", root)
 		if resp.Status != 200 {
 			t.Fatalf("PUT %s: %s", path, resp)
 		}

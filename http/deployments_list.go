@@ -38,8 +38,8 @@ func parseDeploymentList(r *http.Request) (*deploymentListOptions, error) {
 	if p := q.Get("prefix"); p != "" {
 		hexPart := strings.ReplaceAll(p, "-", "")
 		_, err := hex.DecodeString(hexPart)
-		if err != nil || len(hexPart) > 32 || len(p) > 36 {
-			return nil, badRequest("Invalid prefix %q: a deployment ID prefix must have an even number of hexadecimal characters (0-9a-f), at most 32; hyphens are ignored", p)
+		if err != nil || len(hexPart) > 32 || len(p) > 36 || strings.Count(p, "-") > 4 {
+			return nil, badRequest("Invalid prefix %q: a deployment ID prefix must have an even number of hexadecimal characters (0-9a-f), at most 32; up to 4 hyphens are ignored", p)
 		}
 		o.prefix = p
 	}

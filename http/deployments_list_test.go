@@ -150,12 +150,13 @@ func nextID(ds []*state.Deployment, i int) string {
 
 func TestDeploymentListBadInput(t *testing.T) {
 	f, _, _ := listWorld(t)
-	const prefixMsg = "a deployment ID prefix must have an even number of hexadecimal characters (0-9a-f), at most 32; hyphens are ignored"
+	const prefixMsg = "a deployment ID prefix must have an even number of hexadecimal characters (0-9a-f), at most 32; up to 4 hyphens are ignored"
 	for _, c := range []struct{ query, msg string }{
 		{"?prefix=abc", `Invalid prefix "abc": ` + prefixMsg},
 		{"?prefix=zz", `Invalid prefix "zz": ` + prefixMsg},
 		{"?prefix=ab-c", `Invalid prefix "ab-c": ` + prefixMsg},
 		{"?prefix=" + strings.Repeat("ab", 17), `Invalid prefix "` + strings.Repeat("ab", 17) + `": ` + prefixMsg},
+		{"?prefix=ab-cd-ef-01-23-45", `Invalid prefix "ab-cd-ef-01-23-45": ` + prefixMsg},
 		{"?per_page=abc", "Expect a non-negative number for `per_page` query string parameter"},
 		{"?per_page=-1", "Expect a non-negative number for `per_page` query string parameter"},
 		{"?next_token=x.y", `Invalid next_token "x.y": expected a deployment ID or <CreateIndex>.<ID>`},

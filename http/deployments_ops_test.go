@@ -1,12 +1,17 @@
 package http_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server/deployments/deploytest"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-hclog"
 )
 
 const depPath = "/v1/deployment/"
@@ -267,8 +272,25 @@ func TestDeploymentWriteErrors(t *testing.T) {
 	}
 }
 
-// With no deployment service (the servertest handler), writes are 501.
+// With no deployment service, writes are 501; reads are served.
 func TestDeploymentWritesWithoutService(t *testing.T) {
 	w := newWorld(t)
-	expectError(t, w.f.Server.Do(t, "PUT", depPath+"fail/"+w.d.ID, ""), 501, "deployment operations are not available on this server")
+	srv := httptest.NewServer(ctlhttp.New(w.f.Server, hclog.NewNullLogger(), ctlhttp.Services{}))
+	defer srv.Close()
+	do := func(method, path string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := do("PUT", depPath+"fail/"+w.d.ID); code != 501 || body != "deployment operations are not available on this server" {
+		t.Errorf("fail without a service: %d %q", code, body)
+	}
+	if code, body := do("GET", depPath+w.d.ID); code != 200 || body != mustJSON(t, w.d) {
+		t.Errorf("read without a service: %d %q", code, body)
+	}
 }

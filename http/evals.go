@@ -122,10 +122,10 @@ func (h *Handler) evalRead(w http.ResponseWriter, r *http.Request) (any, error) 
 }
 
 func (h *Handler) evalAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
-	var out []*jobAllocStub
+	var out []allocStub
 	_, err := h.evalReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, e *state.Evaluation) (uint64, error) {
 		idx, allocs, err := s.AllocsByEval(ws, e.ID)
-		out = jobAllocStubs(allocs)
+		out = allocStubs(allocs)
 		return idx, err
 	})
 	if err != nil {
@@ -134,44 +134,11 @@ func (h *Handler) evalAllocations(w http.ResponseWriter, r *http.Request) (any, 
 	return out, nil
 }
 
-// jobAllocStub is an allocation as Nomad's AllocationListStub shows it.
-type jobAllocStub struct {
-	ID                 string
-	EvalID             string
-	Name               string
-	Namespace          string
-	NodeID             string
-	NodeName           string
-	JobID              string
-	JobType            string
-	JobVersion         uint64
-	TaskGroup          string
-	DesiredStatus      string
-	DesiredDescription string
-	ClientStatus       string
-	ClientDescription  string
-	TaskStates         map[string]*state.TaskState
-	DeploymentStatus   *state.AllocDeploymentStatus
-	FollowupEvalID     string
-	NextAllocation     string
-	CreateIndex        uint64
-	ModifyIndex        uint64
-	CreateTime         int64
-	ModifyTime         int64
-}
-
-// jobAllocStubs lists allocations as stubs ([] for none).
-func jobAllocStubs(allocs []*state.Allocation) []*jobAllocStub {
-	out := make([]*jobAllocStub, 0, len(allocs))
-	for _, a := range allocs {
-		out = append(out, &jobAllocStub{
-			ID: a.ID, EvalID: a.EvalID, Name: a.Name, Namespace: a.Namespace, NodeID: a.NodeID,
-			NodeName: a.NodeName, JobID: a.JobID, JobType: state.JobTypeService, JobVersion: a.JobVersion,
-			TaskGroup: a.TaskGroup, DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
-			ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription, TaskStates: a.TaskStates,
-			DeploymentStatus: a.DeploymentStatus, FollowupEvalID: a.FollowupEvalID, NextAllocation: a.NextAllocation,
-			CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
-		})
+// allocStubs lists allocations as the deployment endpoints show them ([] for none).
+func allocStubs(allocs []*state.Allocation) []allocStub {
+	out := make([]allocStub, len(allocs))
+	for i, a := range allocs {
+		out[i] = newAllocStub(a)
 	}
 	return out
 }

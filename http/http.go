@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/raft"
 )
 
 // Backend is what the HTTP layer needs from a server.
@@ -36,7 +36,7 @@ type Backend interface {
 	LastContact() time.Duration
 
 	// RaftConfiguration is the Raft configuration and the log index it is from.
-	RaftConfiguration() (raft.Configuration, uint64, error)
+	RaftConfiguration() ([]svc.RaftPeer, uint64, error)
 	// ServerNames maps server IDs to node names.
 	ServerNames() map[string]string
 	// RemoveServer removes a server from the cluster.

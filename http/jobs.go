@@ -160,7 +160,10 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	if ns != state.AllNamespaces && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
 		return nil, jobDenied
 	}
-	withMeta, _ := strconv.ParseBool(r.URL.Query().Get("meta"))
+	withMeta, err := queryBool(r.URL.Query().Get("meta"), "meta")
+	if err != nil {
+		return nil, err
+	}
 	prefix := r.URL.Query().Get("prefix")
 	var out []*jobListStub
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
@@ -471,10 +474,10 @@ func (h *Handler) jobAllocations(w http.ResponseWriter, r *http.Request) (any, e
 		return nil, err
 	}
 	jobID := mux.Vars(r)["job"]
-	var out []*jobAllocStub
+	var out []allocStub
 	err := h.jobReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
 		idx, allocs, err := s.AllocsByJob(ws, ns, jobID)
-		out = jobAllocStubs(allocs)
+		out = allocStubs(allocs)
 		return idx, err
 	})
 	return out, err

@@ -9,24 +9,43 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// jobsMatrixRows puts the jobs and evaluations routes in the ACL matrix.
-// The matrix's server has no jobs service wired in, so every caller gets
-// 501 before any token is looked at; TestJobACL checks the permissions
-// with the service in place.
+// needNSSubmitJob: namespace submit-job (Nomad-side: refused with
+// "Permission denied").
+const needNSSubmitJob = "namespace:submit-job"
+
+func init() { nomadNeeds[needNSSubmitJob] = true }
+
+// jobsMatrixRows are the jobs and evaluations endpoints' rows of the
+// permission matrix. The matrix server has no jobs: reads find nothing,
+// writes stop at validation or "job not found", which come after the
+// check, so that no row starts the scheduler. An evaluation's namespace is
+// checked on the evaluation found, so only an unknown secret is refused
+// before its 404.
 func jobsMatrixRows() []acxEndpoint {
-	off := acxWant{http.StatusNotImplemented, "The jobs API is not served by this agent"}
-	eval := "/v1/evaluation/00000000-0000-0000-0000-000000000000"
-	var rows []acxEndpoint
-	for _, r := range []struct{ method, path string }{
-		{"GET", "/v1/jobs"}, {"PUT", "/v1/jobs"}, {"POST", "/v1/jobs"},
-		{"GET", "/v1/job/web"}, {"PUT", "/v1/job/web"}, {"POST", "/v1/job/web"}, {"DELETE", "/v1/job/web"},
-		{"GET", "/v1/job/web/versions"}, {"GET", "/v1/job/web/deployments"}, {"GET", "/v1/job/web/deployment"},
-		{"GET", "/v1/job/web/allocations"}, {"GET", "/v1/job/web/evaluations"},
-		{"PUT", "/v1/job/web/stable"}, {"POST", "/v1/job/web/stable"},
-		{"PUT", "/v1/job/web/revert"}, {"POST", "/v1/job/web/revert"},
-		{"GET", "/v1/evaluations"}, {"GET", eval}, {"GET", eval + "/allocations"},
-	} {
-		rows = append(rows, acxEndpoint{method: r.method, path: r.path, need: needNone, ok: off})
+	evalNotFound := acxWant{http.StatusNotFound, "eval not found"}
+	jobNotFound := acxWant{http.StatusNotFound, "job not found"}
+	batch := `{"Job":{"ID":"web","Type":"batch","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}}`
+	invalid := acxWant{http.StatusBadRequest, `Job type "batch" is not supported: only service jobs are supported for now`}
+	rows := []acxEndpoint{
+		{method: "GET", path: "/v1/jobs", need: needNSReadJob, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/job/web", need: needNSReadJob, ok: jobNotFound},
+		{method: "GET", path: "/v1/job/web/versions", need: needNSReadJob, ok: acxWant{404, "job versions not found"}},
+		{method: "GET", path: "/v1/job/web/deployments", need: needNSReadJob, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/job/web/deployment", need: needNSReadJob, ok: acxWant{200, "null"}},
+		{method: "GET", path: "/v1/job/web/allocations", need: needNSReadJob, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/job/web/evaluations", need: needNSReadJob, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/evaluations", need: needNSReadJob, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/evaluation/" + otherID, need: needNomadToken, ok: evalNotFound},
+		{method: "GET", path: "/v1/evaluation/" + otherID + "/allocations", need: needNomadToken, ok: evalNotFound},
+		{method: "DELETE", path: "/v1/job/web", need: needNSSubmitJob, ok: jobNotFound},
+	}
+	for _, m := range []string{"PUT", "POST"} {
+		rows = append(rows,
+			acxEndpoint{method: m, path: "/v1/jobs", body: batch, need: needNSSubmitJob, ok: invalid},
+			acxEndpoint{method: m, path: "/v1/job/web", body: batch, need: needNSSubmitJob, ok: invalid},
+			acxEndpoint{method: m, path: "/v1/job/web/stable", body: `{"JobVersion":0,"Stable":true}`, need: needNSSubmitJob, ok: jobNotFound},
+			acxEndpoint{method: m, path: "/v1/job/web/revert", body: `{"JobVersion":0}`, need: needNSSubmitJob, ok: jobNotFound},
+		)
 	}
 	return rows
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server"
+	"github.com/ctlplane/ctlplane/server/agent"
 	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -16,16 +18,44 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// startJobs starts a real server and serves its API with the jobs service
-// wired in, on its own 127.0.0.1 listener. The returned TestServer's Do
-// talks to that listener.
+// startJobs starts a real server (Raft on 127.0.0.1, in-memory state) and
+// serves its API with the jobs service wired in on its own 127.0.0.1
+// listener, without the agent's scheduler: evaluations stay as the jobs
+// endpoints wrote them. The returned TestServer's Do talks to that listener.
 func startJobs(t *testing.T, opts ...servertest.Option) *servertest.TestServer {
 	t.Helper()
-	ts := servertest.Start(t, opts...)
+	cfg := server.DefaultConfig()
+	cfg.Dev = true
+	cfg.NodeName = "test"
+	cfg.BindAddr = "127.0.0.1:0"
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.RaftTimeout = 100 * time.Millisecond
+	cfg.ACLEnabled = false
+	cfg.Logger = hclog.NewNullLogger()
+	for _, o := range opts {
+		o(cfg)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatalf("starting server: %v", err)
+	}
+	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{})); err != nil {
+		srv.Shutdown()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	ts := &servertest.TestServer{Agent: &agent.Agent{Server: srv, Config: cfg}, Config: cfg}
+	ts.WaitForLeader(t)
+	return withJobs(t, ts)
+}
+
+// withJobs serves ts's server with the jobs service on a 127.0.0.1 listener.
+func withJobs(t *testing.T, ts *servertest.TestServer) *servertest.TestServer {
+	t.Helper()
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
-	srv := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(deps)}))
-	t.Cleanup(srv.Close)
-	return &servertest.TestServer{Agent: ts.Agent, Config: ts.Config, URL: srv.URL}
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(deps)}))
+	t.Cleanup(hs.Close)
+	return &servertest.TestServer{Agent: ts.Agent, Config: ts.Config, URL: hs.URL}
 }
 
 // jobBody is a register body for a service job with one group of count

@@ -117,6 +117,17 @@ func TestJobNomadClient(t *testing.T) {
 		t.Fatalf("Info after purge: %v", err)
 	}
 
+	// A job the client canonicalized first (as the Nomad CLI's does) carries
+	// Nomad's defaults in fields ctlplane does not implement: accepted.
+	canon := nomadJob("canon", 1)
+	canon.Canonicalize()
+	if _, _, err := jobs.Register(canon, nil); err != nil {
+		t.Fatalf("Register of a canonicalized job: %v", err)
+	}
+	if job, _, err := jobs.Info("canon", nil); err != nil || *job.TaskGroups[0].Update.MaxParallel != 2 {
+		t.Fatalf("Info of the canonicalized job: %v", err)
+	}
+
 	// Without a token the client is denied.
 	anon := nomadClient(t, ts, "")
 	if _, _, err := anon.Jobs().Register(nomadJob("web", 1), nil); err == nil || err.Error() != "Unexpected response code: 403 (Permission denied)" {

@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
+	"github.com/hashicorp/nomad/api"
 )
 
 // TestJobRegister: a new job is version 0 with Nomad's defaults and a
@@ -82,6 +86,34 @@ func TestJobRegister(t *testing.T) {
 		r0.Index, r2.Index, r2.Index, getJob(t, ts, "web").SubmitTime)
 	expectJSON(t, resp, want)
 	expectHeader(t, resp, "X-Nomad-Index", fmt.Sprint(r2.Index))
+
+	// Prefix, namespace and meta options of the list.
+	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("worker", 1, `,"Meta":{"team":"a"}`))
+	mustWrite(t, ts, "PUT", "/v1/jobs?namespace=other", jobBody("web-2", 1, ""))
+	ids := func(path string) string {
+		var stubs []struct {
+			ID, Namespace string
+			Meta          map[string]string
+		}
+		ts.Do(t, "GET", path, "").JSON(t, &stubs)
+		var out []string
+		for _, s := range stubs {
+			out = append(out, s.Namespace+"/"+s.ID+fmt.Sprint(len(s.Meta)))
+		}
+		return strings.Join(out, " ")
+	}
+	for path, want := range map[string]string{
+		"/v1/jobs":                          "default/web0 default/worker0",
+		"/v1/jobs?prefix=wo":                "default/worker0",
+		"/v1/jobs?meta=true":                "default/web0 default/worker1",
+		"/v1/jobs?namespace=other":          "other/web-20",
+		"/v1/jobs?namespace=*&prefix=web":   "default/web0 other/web-20",
+		"/v1/jobs?namespace=nope&prefix=we": "",
+	} {
+		if got := ids(path); got != want {
+			t.Errorf("GET %s: %q, want %q", path, got, want)
+		}
+	}
 }
 
 // TestJobRegisterPathAndBody: the path ID must match; empty or missing bodies.
@@ -110,6 +142,9 @@ func TestJobRegisterPathAndBody(t *testing.T) {
 	expectError(t, ts.Do(t, "GET", "/v1/job/nope", ""), 404, "job not found")
 	expectError(t, ts.Do(t, "GET", "/v1/job/nope/versions", ""), 404, "job versions not found")
 	expectError(t, ts.Do(t, "PATCH", "/v1/job/web", ""), 405, "method PATCH not allowed")
+	expectError(t, ts.Do(t, "GET", "/v1/jobs?meta=yes", ""), 400, `Failed to parse value of "meta" (yes) as a bool: strconv.ParseBool: parsing "yes": invalid syntax`)
+	expectError(t, ts.Do(t, "GET", "/v1/jobs?namespace=a/b", ""), 400, `Invalid namespace "a/b": a namespace name is 1 to 64 letters, digits, '-' or '_'`)
+	expectError(t, ts.Do(t, "GET", "/v1/job/web?stale&consistent", ""), 400, "Cannot specify ?stale with ?consistent, conflicting semantics.")
 
 	// Register options: EnforceIndex with the right index, EvalPriority, PreserveCounts.
 	body := func(count int, opts string) string {
@@ -250,5 +285,111 @@ func TestJobBlockingRead(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("blocked read never answered")
+	}
+}
+
+// TestJobSubresources: a job's deployments (newest first), latest
+// deployment, allocations, and an evaluation's allocations, once plans have
+// placed some (applied here through Raft as the scheduler's would be).
+func TestJobSubresources(t *testing.T) {
+	ts := startJobs(t)
+	node := &state.Node{
+		ID: uuid.NewString(), Name: "client-1", Datacenter: "dc1", Resources: state.Resources{CPU: 4000, MemoryMB: 8192},
+		Drivers: map[string]*state.DriverInfo{"mock_driver": {Detected: true, Healthy: true}},
+		Status:  state.NodeStatusReady, SchedulingEligibility: state.NodeSchedulingEligible,
+	}
+	if _, err := fsm.Apply(ts.Server, fsm.NodeRegister, &fsm.NodeRegisterRequest{Node: node}); err != nil {
+		t.Fatal(err)
+	}
+	r0 := mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 2, `,"Datacenters":["dc1"]`))
+	d0, _ := applyPlan(t, ts, node, r0.EvalID)
+	r1 := mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 3, `,"Datacenters":["dc1"]`))
+	d1, placed := applyPlan(t, ts, node, r1.EvalID)
+
+	var deps []*state.Deployment
+	ts.Do(t, "GET", "/v1/job/web/deployments", "").JSON(t, &deps)
+	if len(deps) != 2 || deps[0].ID != d1 || deps[1].ID != d0 {
+		t.Errorf("deployments: %+v", deps)
+	}
+	var latest state.Deployment
+	ts.Do(t, "GET", "/v1/job/web/deployment", "").JSON(t, &latest)
+	if latest.ID != d1 || latest.JobVersion != 1 || latest.TaskGroups["web"].DesiredTotal != 3 {
+		t.Errorf("latest deployment: %+v", latest)
+	}
+	var stubs []api.AllocationListStub
+	resp := ts.Do(t, "GET", "/v1/job/web/allocations?all=true", "")
+	resp.JSON(t, &stubs)
+	if len(stubs) != 5 {
+		t.Errorf("allocations: %d, want 5: %s", len(stubs), resp.Body)
+	}
+
+	c := nomadClient(t, ts, "")
+	got, _, err := c.Evaluations().Allocations(r1.EvalID, nil)
+	if err != nil || len(got) != len(placed) || got[0].EvalID != r1.EvalID {
+		t.Fatalf("evaluation allocations: %v %d", err, len(got))
+	}
+	jobAllocs, _, err := c.Jobs().Allocations("web", true, nil)
+	if err != nil || len(jobAllocs) != 5 || jobAllocs[0].JobID != "web" {
+		t.Fatalf("client job allocations: %v %+v", err, jobAllocs)
+	}
+	latestDep, _, err := c.Jobs().LatestDeployment("web", nil)
+	if err != nil || latestDep == nil || latestDep.ID != d1 {
+		t.Fatalf("client latest deployment: %v %+v", err, latestDep)
+	}
+}
+
+// applyPlan commits what a scheduler would for evalID: a deployment of the
+// job's current version and its Count allocations on node.
+func applyPlan(t *testing.T, ts *servertest.TestServer, node *state.Node, evalID string) (string, []*state.Allocation) {
+	t.Helper()
+	_, job, err := ts.State().Job(nil, "default", "web")
+	if err != nil || job == nil {
+		t.Fatalf("job: %v", err)
+	}
+	tg := job.TaskGroups[0]
+	d := &state.Deployment{
+		ID: uuid.NewString(), Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version,
+		JobModifyIndex: job.JobModifyIndex, JobSpecModifyIndex: job.JobModifyIndex, JobCreateIndex: job.CreateIndex,
+		TaskGroups: map[string]*state.DeploymentState{tg.Name: {DesiredTotal: tg.Count, ProgressDeadline: tg.Update.ProgressDeadline}},
+		Status:     state.DeploymentStatusRunning, StatusDescription: state.DeploymentStatusDescriptionRunning,
+	}
+	var placed []*state.Allocation
+	for i := range tg.Count {
+		placed = append(placed, &state.Allocation{
+			ID: uuid.NewString(), Namespace: job.Namespace, EvalID: evalID, Name: fmt.Sprintf("web.web[%d]", i),
+			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: job.Version, TaskGroup: tg.Name,
+			Resources: tg.Resources(), DeploymentID: d.ID,
+		})
+	}
+	res, err := fsm.Apply(ts.Server, fsm.PlanApply, &fsm.PlanApplyRequest{Plan: &state.Plan{
+		EvalID: evalID, Namespace: job.Namespace, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
+		Placements: placed, Deployment: d, Now: time.Now().UnixNano(),
+	}})
+	if err != nil || res.Refused != "" {
+		t.Fatalf("plan: %v %+v", err, res)
+	}
+	return d.ID, placed
+}
+
+// TestJobScheduled: with the agent's broker and scheduler running, the
+// evaluation a registration writes is picked up (it leaves pending).
+func TestJobScheduled(t *testing.T) {
+	ts := withJobs(t, servertest.Start(t))
+	r := mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 1, ""))
+	deadline := time.Now().Add(10 * time.Second)
+	for index := r.Index; ; {
+		resp := ts.Do(t, "GET", fmt.Sprintf("/v1/evaluation/%s?index=%d&wait=2s", r.EvalID, index), "")
+		var e api.Evaluation
+		resp.JSON(t, &e)
+		if e.Status != "pending" {
+			if e.Status != "complete" && e.Status != "blocked" && e.Status != "failed" {
+				t.Errorf("evaluation status %q", e.Status)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the evaluation stayed pending")
+		}
+		fmt.Sscan(resp.Header.Get("X-Nomad-Index"), &index)
 	}
 }

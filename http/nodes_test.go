@@ -192,6 +192,16 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 		evals[0].CreateIndex != res.Index || a1.ModifyIndex < res.Index || a1.ClientStatus != state.AllocClientStatusFailed {
 		t.Fatalf("alloc-failure evals %+v (alloc modify %d, answered %d)", evals, a1.ModifyIndex, res.Index)
 	}
+	// What ended on the client is no longer sent to it.
+	cas, _, err = c.NodeAllocations(ctx, reg.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range cas {
+		if ca.Allocation.ID == allocs[1].ID {
+			t.Errorf("the failed allocation is still listed for the client")
+		}
+	}
 	// Reporting the same failure again is not a new failure.
 	if _, err := c.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{{ID: allocs[1].ID, ClientStatus: state.AllocClientStatusFailed, TaskStates: dead}}); err != nil {
 		t.Fatal(err)
@@ -382,4 +392,45 @@ func TestNodeClientBodyCaps(t *testing.T) {
 	expectError(t, env.srv.Do(t, "PUT", "/v1/client/register", `{"Name":"x","Status":"down"}`), 400, `Node decoding failed: json: unknown field "Status"`)
 	expectError(t, env.srv.Do(t, "PUT", "/v1/client/register", `{"Name":"bad name!"}`), 400, `Node Name "bad name!" is invalid: letters, digits, '.', '_' and '-', at most 128 characters`)
 	expectError(t, env.srv.Do(t, "PUT", "/v1/client/allocations", `{"NodeID":"`+otherID+`","Allocs":[]}`), 404, "node "+otherID+" not found")
+}
+
+func TestNodeHeartbeatsFollowLeadership(t *testing.T) {
+	env := ntStart(t, time.Minute)
+	c := env.client(t, "")
+	ctx := context.Background()
+	a, b := ntNode("node-h"), ntNode("node-i")
+	for _, reg := range []*api.NodeRegistration{a, b} {
+		if _, err := c.RegisterNode(ctx, reg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not leading: no timers, and heartbeats are still answered.
+	if n := env.svc.TrackedNodes(); n != 0 {
+		t.Fatalf("tracked %d nodes while not leading", n)
+	}
+	if _, err := c.Heartbeat(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Leadership starts: every known live node gets a timer.
+	lead, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); env.svc.RunHeartbeats(lead) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for env.svc.TrackedNodes() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("tracked %d nodes, want 2", env.svc.TrackedNodes())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Leadership ends: the timers go with it.
+	cancel()
+	<-done
+	if n := env.svc.TrackedNodes(); n != 0 {
+		t.Fatalf("tracked %d nodes after leadership ended", n)
+	}
+	for _, reg := range []*api.NodeRegistration{a, b} {
+		if n, _, _ := c.Node(ctx, reg.ID, nil); n.Status != state.NodeStatusReady {
+			t.Errorf("node %s is %s", reg.Name, n.Status)
+		}
+	}
 }

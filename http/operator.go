@@ -2,8 +2,6 @@ package http
 
 import (
 	"net/http"
-
-	"github.com/hashicorp/raft"
 )
 
 func (h *Handler) registerOperator() {
@@ -47,14 +45,14 @@ func (h *Handler) raftConfiguration(w http.ResponseWriter, r *http.Request) (any
 	names := h.backend.ServerNames()
 	leader := h.backend.Leader()
 	out := RaftConfiguration{Servers: []RaftServer{}, Index: index}
-	for _, srv := range conf.Servers {
+	for _, srv := range conf {
 		out.Servers = append(out.Servers, RaftServer{
-			ID:              string(srv.ID),
-			Node:            names[string(srv.ID)],
-			Address:         string(srv.Address),
-			Leader:          string(srv.Address) == leader,
+			ID:              srv.ID,
+			Node:            names[srv.ID],
+			Address:         srv.Address,
+			Leader:          srv.Address == leader,
 			ProtocolVersion: "3",
-			Voter:           srv.Suffrage == raft.Voter,
+			Voter:           srv.Voter,
 		})
 	}
 	return out, nil

@@ -19,7 +19,9 @@ import (
 
 	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/server/tlsutil"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -153,7 +155,7 @@ type Server struct {
 	key, keyHash string
 	fatalCh      chan error
 
-	fsm  *fsm.FSM
+	fsm  *raftfsm.FSM
 	raft *raft.Raft
 	// transport is in memory for a lone dev agent, else TCP, over mutual
 	// TLS when tls is set.
@@ -254,7 +256,7 @@ func New(cfg *Config) (*Server, error) {
 	s := &Server{
 		config:      cfg,
 		logger:      cfg.Logger,
-		fsm:         fsm.New(cfg.Logger),
+		fsm:         raftfsm.New(cfg.Logger),
 		shutdownCh:  make(chan struct{}),
 		monitorDone: make(chan struct{}),
 		known:       map[string]state.ServerInfo{},
@@ -666,17 +668,21 @@ func (s *Server) Peers() ([]string, error) {
 func (s *Server) isRaftLeader() bool { return s.raft.State() == raft.Leader }
 
 // RaftConfiguration is the current Raft configuration and its log index.
-func (s *Server) RaftConfiguration() (raft.Configuration, uint64, error) {
+func (s *Server) RaftConfiguration() ([]svc.RaftPeer, uint64, error) {
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		return raft.Configuration{}, 0, fmt.Errorf("failed to read Raft configuration: %w", err)
+		return nil, 0, fmt.Errorf("failed to read Raft configuration: %w", err)
 	}
 	index := f.Index()
 	if index == 0 {
 		// raft does not report the configuration's own index here.
 		index = s.raft.AppliedIndex()
 	}
-	return f.Configuration(), index, nil
+	var peers []svc.RaftPeer
+	for _, srv := range f.Configuration().Servers {
+		peers = append(peers, svc.RaftPeer{ID: string(srv.ID), Address: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
+	}
+	return peers, index, nil
 }
 
 // ServerNames maps the IDs of the recorded servers to their node names.

@@ -393,8 +393,10 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 	return res, nil
 }
 
-// JobPurge removes a job, all its versions, evaluations, allocations and
-// deployments at idx, and inserts eval (when given).
+// JobPurge removes a job and all its versions at idx, and inserts eval
+// (when given). Its evaluations, allocations and deployments stay, as in
+// Nomad: the job-deregister evaluation has the scheduler stop the
+// allocations of the job that is now gone.
 func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
 	txn := s.db.Txn(true)
 	defer txn.Abort()

@@ -69,7 +69,6 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 	if reason, err := checkPlanTxn(txn, p); err != nil || reason != "" {
 		return &PlanResult{Refused: reason}, err
 	}
-	at := time.Unix(0, p.Now).UTC()
 	deployments := map[string]*Deployment{}
 	loadDeployment := func(id string) (*Deployment, error) {
 		if d, ok := deployments[id]; ok {
@@ -116,8 +115,13 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 		a := raw.(*Allocation).Copy()
 		a.JobVersion = ip.JobVersion
 		if ip.DeploymentID != a.DeploymentID {
+			// The allocation joins the new deployment: it counts as placed
+			// there (as Nomad counts it), and its health is reported anew.
 			a.DeploymentID = ip.DeploymentID
 			a.DeploymentStatus = nil
+			if err := countPlacement(a, p.Now, loadDeployment); err != nil {
+				return nil, err
+			}
 		}
 		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
 		if err := txn.Insert(allocsTable, a); err != nil {
@@ -134,24 +138,8 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 		if a.DesiredStatus == "" {
 			a.DesiredStatus = AllocDesiredStatusRun
 		}
-		if a.DeploymentID != "" {
-			d, err := loadDeployment(a.DeploymentID)
-			if err != nil {
-				return nil, err
-			}
-			if d != nil {
-				if g := d.TaskGroups[a.TaskGroup]; g != nil {
-					g.PlacedAllocs++
-					if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
-						g.PlacedCanaries = append(g.PlacedCanaries, a.ID)
-					}
-					if g.RequireProgressBy == nil && g.ProgressDeadline > 0 {
-						by := at.Add(g.ProgressDeadline)
-						g.RequireProgressBy = &by
-					}
-					d.ModifyIndex, d.ModifyTime = idx, p.Now
-				}
-			}
+		if err := countPlacement(a, p.Now, loadDeployment); err != nil {
+			return nil, err
 		}
 		if a.PreviousAllocation != "" {
 			if raw, err := txn.First(allocsTable, "id", a.PreviousAllocation); err == nil && raw != nil {
@@ -189,6 +177,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 		}
 	}
 	for _, d := range deployments {
+		d.ModifyIndex = idx
 		if err := txn.Insert(deploymentsTable, d); err != nil {
 			return nil, fmt.Errorf("failed writing deployment: %w", err)
 		}
@@ -208,6 +197,34 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 	}
 	txn.Commit()
 	return &PlanResult{Index: idx}, nil
+}
+
+// countPlacement counts a newly placed (or newly joined) allocation into its
+// deployment's group: PlacedAllocs, PlacedCanaries, and the progress
+// deadline from the first placement on. The deployment's indexes are set by
+// the caller when it writes it.
+func countPlacement(a *Allocation, now int64, load func(string) (*Deployment, error)) error {
+	if a.DeploymentID == "" {
+		return nil
+	}
+	d, err := load(a.DeploymentID)
+	if err != nil || d == nil {
+		return err
+	}
+	g := d.TaskGroups[a.TaskGroup]
+	if g == nil {
+		return nil
+	}
+	g.PlacedAllocs++
+	if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
+		g.PlacedCanaries = append(g.PlacedCanaries, a.ID)
+	}
+	if g.RequireProgressBy == nil && g.ProgressDeadline > 0 {
+		by := time.Unix(0, now).UTC().Add(g.ProgressDeadline)
+		g.RequireProgressBy = &by
+	}
+	d.ModifyTime = now
+	return nil
 }
 
 // checkPlanTxn says why a plan no longer fits the state ("" when it does).

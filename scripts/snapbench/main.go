@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
 	"github.com/ctlplane/ctlplane/server/snapshot"
 	"github.com/ctlplane/ctlplane/state"
@@ -293,7 +294,7 @@ func build(ctx context.Context, r *result, dir, seed, archive string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	f := fsm.New(hclog.NewNullLogger())
+	f := raftfsm.New(hclog.NewNullLogger())
 	if err := f.Restore(io.NopCloser(seedState)); err != nil {
 		return nil, fmt.Errorf("restoring the seed: %w", err)
 	}

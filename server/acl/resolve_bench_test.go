@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -19,7 +20,7 @@ import (
 // into an authorizer, with 10,000 tokens and 1,000 policies in the store
 // (each token linked to 3 policies), written through the real FSM.
 func BenchmarkResolve(b *testing.B) {
-	f := fsm.New(hclog.NewNullLogger())
+	f := raftfsm.New(hclog.NewNullLogger())
 	var idx uint64
 	apply := func(t fsm.MessageType, req any) {
 		idx++

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
@@ -15,12 +16,12 @@ import (
 // fsmStore is a state store written through the real FSM, one log index per write.
 type fsmStore struct {
 	t   *testing.T
-	f   *fsm.FSM
+	f   *raftfsm.FSM
 	idx uint64
 }
 
 func newFSMStore(t *testing.T) *fsmStore {
-	return &fsmStore{t: t, f: fsm.New(hclog.NewNullLogger())}
+	return &fsmStore{t: t, f: raftfsm.New(hclog.NewNullLogger())}
 }
 
 func (s *fsmStore) apply(mt fsm.MessageType, req any) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/ctlplane/ctlplane/client"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/server/evals"
+	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -31,12 +33,52 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
 
 	return ctlhttp.Services{
+		Jobs:        jobs.New(deps),
 		Deployments: deployments.New(deps),
 		Nodes:       nodeSvc,
 	}
 }
 
-// startDevNodes starts the simulated client nodes of a dev agent.
+// Resources of a simulated dev node: enough for many small tasks.
+const (
+	devNodeCPU      = 64000
+	devNodeMemoryMB = 256 << 10
+)
+
+// startDevNodes starts the simulated client nodes (mock_driver) of a dev
+// agent, talking to this server over its own HTTP API like any client.
 func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
-	return nil
+	n := a.Config.DevNodes
+	if n <= 0 {
+		return nil
+	}
+	name := a.Config.NodeName + "-client"
+	if n > 1 {
+		name = a.Config.NodeName + "-node"
+	}
+	base := client.Config{
+		Servers:    []string{"http://" + a.HTTPAddr()},
+		Token:      a.Config.ACLInitialManagementToken,
+		NodeName:   name,
+		Datacenter: a.Config.Datacenter,
+		Resources:  state.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
+		Logger:     deps.Logger.Named("client"),
+		Now:        deps.Now,
+	}
+	if n == 1 {
+		c, err := client.New(base)
+		if err != nil {
+			return err
+		}
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+				deps.Logger.Error("dev client node stopped", "error", err)
+			}
+		}()
+		return nil
+	}
+	_, err := client.StartPool(ctx, n, base, &a.wg)
+	return err
 }

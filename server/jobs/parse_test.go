@@ -131,6 +131,7 @@ func TestParseErrors(t *testing.T) {
 		{`{"ID":"web","Priority":"high"}`, "Job decoding failed: json: cannot unmarshal string into Go struct field JobSpec.Priority of type int"},
 		{`{"ID":"a b","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`, "Job ID contains a space"},
 		{`{"ID":"a\u0000b","Name":"n","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`, "Job ID contains a null character"},
+		{`{"ID":"a/b","Name":"n","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`, "Job ID contains a slash: the job could not be addressed by its URL path"},
 		{`{"ID":"` + long + `","Name":"n","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`, "Job ID is 129 characters long: at most 128 are allowed"},
 		{job(`,"Name":""`), "Missing job name"},
 		{job(`,"Name":"` + long + `"`), "Job Name is 129 characters long: at most 128 are allowed"},
@@ -221,6 +222,13 @@ func TestParseUnsupported(t *testing.T) {
 	accepted := []string{
 		`{"ID":"web","Constraints":null,"AllAtOnce":false,"NodePool":"","Spreads":[],"Periodic":null,"Payload":null,"Dispatched":false,"ParentID":"","UI":{},"TaskGroups":[{"Name":"g","Networks":null,"EphemeralDisk":null,"ShutdownDelay":0,"Services":[],"Tasks":[{"Name":"t","Driver":"d","User":"","Leader":false,"ShutdownDelay":0,"Kind":"","Lifecycle":{"Hook":"","Sidecar":false},"Resources":{"Cores":0,"DiskMB":null,"Networks":[]}}]}]}`,
 		`{"ID":"web","TaskGroups":[{"Name":"g","RestartPolicy":{"RenderTemplates":false},"Tasks":[{"Name":"t","Driver":"d"}]}]}`,
+		// Nomad's own defaults, as a job canonicalized by its client carries them.
+		`{"ID":"web","TaskGroups":[{"Name":"g","EphemeralDisk":{"Sticky":false,"Migrate":false,"SizeMB":300},` +
+			`"ReschedulePolicy":{"Attempts":0,"Interval":0,"Delay":30000000000,"DelayFunction":"exponential","MaxDelay":3600000000000,"Unlimited":true},` +
+			`"Migrate":{"MaxParallel":1,"HealthCheck":"checks","MinHealthyTime":10000000000,"HealthyDeadline":300000000000},` +
+			`"RestartPolicy":{"Attempts":4},` +
+			`"Tasks":[{"Name":"t","Driver":"d","LogConfig":{"MaxFiles":10,"MaxFileSizeMB":10,"Disabled":false},` +
+			`"RestartPolicy":{"Interval":1800000000000,"Attempts":4,"Delay":15000000000,"Mode":"fail","RenderTemplates":false}}]}]}`,
 	}
 	for _, body := range accepted {
 		if _, err := Parse([]byte(body), ""); err != nil {
@@ -232,7 +240,10 @@ func TestParseUnsupported(t *testing.T) {
 		{`{"ID":"web","AllAtOnce":true}`, "AllAtOnce is not supported"},
 		{`{"ID":"web","Periodic":{"Enabled":true}}`, "Periodic is not supported"},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Services":[{"Name":"s"}],"Tasks":[]}]}`, `Services is not supported (task group "g")`},
-		{`{"ID":"web","TaskGroups":[{"Name":"g","EphemeralDisk":{"SizeMB":300},"Tasks":[]}]}`, `EphemeralDisk is not supported (task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","EphemeralDisk":{"SizeMB":500},"Tasks":[]}]}`, `EphemeralDisk is not supported (task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","ReschedulePolicy":{"Unlimited":false,"Attempts":3},"Tasks":[]}]}`, `ReschedulePolicy is not supported (task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","LogConfig":{"MaxFiles":3}}]}]}`, `LogConfig is not supported (task "t" in task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","RestartPolicy":{"Attempts":5}}]}]}`, `RestartPolicy is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","RestartPolicy":{"RenderTemplates":true},"Tasks":[]}]}`, `RestartPolicy.RenderTemplates is not supported (task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","User":"root"}]}]}`, `User is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","Lifecycle":{"Hook":"prestart"}}]}]}`, `Lifecycle is not supported (task "t" in task group "g")`},

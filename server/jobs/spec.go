@@ -220,6 +220,17 @@ func DecodeSpec(raw []byte) (*JobSpec, error) {
 	return &spec, nil
 }
 
+// nomadDefaults are the values Nomad's own Canonicalize fills into fields
+// ctlplane does not implement. A client that canonicalized its job first
+// (as the Nomad CLI does) sends them; they ask for nothing beyond what
+// ctlplane does, so they count as unset.
+var nomadDefaults = map[string]map[string]any{
+	"EphemeralDisk":    {"SizeMB": 300.0},
+	"ReschedulePolicy": {"Delay": 30e9, "DelayFunction": "exponential", "MaxDelay": 3600e9, "Unlimited": true},
+	"Migrate":          {"MaxParallel": 1.0, "HealthCheck": "checks", "MinHealthyTime": 10e9, "HealthyDeadline": 300e9},
+	"LogConfig":        {"MaxFiles": 10.0, "MaxFileSizeMB": 10.0},
+}
+
 // checkUnsupported refuses the first unsupported field that carries a value,
 // naming it and where it is.
 func checkUnsupported(spec *JobSpec) error {
@@ -256,6 +267,10 @@ func checkUnsupported(spec *JobSpec) error {
 			if f := firstSet(t); f != "" {
 				return invalid("%s is not supported (%s)", f, where)
 			}
+			// Canonicalized clients copy the group's restart policy into each task.
+			if !isDefaultJSON(t.RestartPolicy, groupRestart(g)) {
+				return invalid("RestartPolicy is not supported (%s)", where)
+			}
 			if t.Resources != nil {
 				if f := firstSet(t.Resources); f != "" {
 					return invalid("Resources.%s is not supported (%s)", f, where)
@@ -282,11 +297,62 @@ func firstSet(v any) string {
 		if rv.Field(i).Type() != unsupportedType {
 			continue
 		}
-		if !isEmptyJSON(rv.Field(i).Interface().(Unsupported)) {
-			return rv.Type().Field(i).Name
+		name := rv.Type().Field(i).Name
+		if name == "RestartPolicy" && rv.Type() == reflect.TypeOf(TaskSpec{}) {
+			continue // checked against the group's
+		}
+		if !isDefaultJSON(rv.Field(i).Interface().(Unsupported), nomadDefaults[name]) {
+			return name
 		}
 	}
 	return ""
+}
+
+// groupRestart is the group's canonical restart policy, as JSON would show it.
+func groupRestart(g *GroupSpec) map[string]any {
+	rp := DefaultRestartPolicy()
+	if r := g.RestartPolicy; r != nil {
+		rp.Interval = num(r.Interval, rp.Interval)
+		rp.Attempts = num(r.Attempts, rp.Attempts)
+		rp.Delay = num(r.Delay, rp.Delay)
+		rp.Mode = str(r.Mode, rp.Mode)
+	}
+	return map[string]any{"Interval": float64(rp.Interval), "Attempts": float64(rp.Attempts), "Delay": float64(rp.Delay), "Mode": rp.Mode}
+}
+
+// isDefaultJSON: empty, or an object each of whose members is empty or
+// equal to its value in defaults.
+func isDefaultJSON(raw []byte, defaults map[string]any) bool {
+	if isEmptyJSON(raw) {
+		return true
+	}
+	if defaults == nil {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return false
+	}
+	for k, v := range obj {
+		if isEmptyValue(v) {
+			continue
+		}
+		d, ok := defaults[k]
+		if !ok {
+			return false
+		}
+		if n, isNum := v.(json.Number); isNum {
+			f, err := n.Float64()
+			if err != nil || f != d {
+				return false
+			}
+		} else if v != d {
+			return false
+		}
+	}
+	return true
 }
 
 // isEmptyJSON: absent, null, false, 0, "", [], or an object whose members

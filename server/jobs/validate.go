@@ -47,6 +47,9 @@ func Validate(job *state.Job) error {
 		errs.add("Job ID contains a space")
 	case strings.Contains(job.ID, "\x00"):
 		errs.add("Job ID contains a null character")
+	case strings.Contains(job.ID, "/"):
+		// The router matches decoded paths: /v1/job/a%2Fb could never reach it.
+		errs.add("Job ID contains a slash: the job could not be addressed by its URL path")
 	case len(job.ID) > MaxNameLength:
 		errs.add("Job ID is %d characters long: at most %d are allowed", len(job.ID), MaxNameLength)
 	}

@@ -30,20 +30,19 @@ type nodeTimer struct {
 // their heartbeats went to the previous leader.
 func (s *Service) RunHeartbeats(ctx context.Context) {
 	hb := &heartbeats{ctx: ctx, timers: map[string]*nodeTimer{}}
-	_, nodes, err := s.deps.State().Nodes(nil)
-	if err != nil {
-		s.deps.Logger.Error("heartbeats: listing nodes failed", "error", err)
-	}
 	s.mu.Lock()
 	s.hb = hb
-	for _, n := range nodes {
-		if n.Status != state.NodeStatusDown {
-			s.armLocked(hb, n.ID, s.ttl+s.grace)
+	s.mu.Unlock()
+	// A snapshot restore replaces the store: track the nodes it brought.
+	for done := false; !done; {
+		store := s.deps.State()
+		s.trackAll(hb, store)
+		select {
+		case <-store.AbandonCh():
+		case <-ctx.Done():
+			done = true
 		}
 	}
-	s.mu.Unlock()
-
-	<-ctx.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, nt := range hb.timers {
@@ -51,6 +50,22 @@ func (s *Service) RunHeartbeats(ctx context.Context) {
 	}
 	if s.hb == hb {
 		s.hb = nil
+	}
+}
+
+// trackAll gives every live node of store without a timer TTL + grace.
+func (s *Service) trackAll(hb *heartbeats, store *state.Store) {
+	_, nodes, err := store.Nodes(nil)
+	if err != nil {
+		s.deps.Logger.Error("heartbeats: listing nodes failed", "error", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range nodes {
+		if n.Status != state.NodeStatusDown && hb.timers[n.ID] == nil {
+			s.armLocked(hb, n.ID, s.ttl+s.grace)
+		}
 	}
 }
 

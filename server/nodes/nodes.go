@@ -319,7 +319,8 @@ func newEval(job *state.Job, trigger, nodeID string, now time.Time) *state.Evalu
 	}
 }
 
-// AllocsForNode lists a node's allocations with the task group of their job
+// AllocsForNode lists a node's allocations that have not ended on the
+// client (complete, failed or lost), each with the task group of its job
 // version, for its client.
 // An unknown node is not found, so that its client registers again.
 func (s *Service) AllocsForNode(ws memdb.WatchSet, nodeID string) (uint64, []*state.ClientAlloc, error) {
@@ -331,5 +332,17 @@ func (s *Service) AllocsForNode(ws memdb.WatchSet, nodeID string) (uint64, []*st
 	if n == nil {
 		return 0, nil, nodeNotFound(nodeID)
 	}
-	return store.ClientAllocs(ws, nodeID)
+	idx, all, err := store.ClientAllocs(ws, nodeID)
+	if err != nil {
+		return 0, nil, err
+	}
+	// What ended on the client is the client's own news: leaving it out
+	// keeps the answers small however long the node lives.
+	out := all[:0]
+	for _, ca := range all {
+		if !ca.Allocation.ClientTerminalStatus() {
+			out = append(out, ca)
+		}
+	}
+	return idx, out, nil
 }

@@ -71,6 +71,12 @@ func Advertise(addr string) Option { return func(c *server.Config) { c.Advertise
 // BindAddr sets the Raft bind address.
 func BindAddr(addr string) Option { return func(c *server.Config) { c.BindAddr = addr } }
 
+// DevNodes runs n simulated client nodes (mock_driver) in the agent.
+func DevNodes(n int) Option { return func(c *server.Config) { c.DevNodes = n } }
+
+// HeartbeatTTL sets how long a client node may stay silent before it is down.
+func HeartbeatTTL(d time.Duration) Option { return func(c *server.Config) { c.HeartbeatTTL = d } }
+
 // RaftTimeout sets the Raft heartbeat/election timeout.
 func RaftTimeout(d time.Duration) Option { return func(c *server.Config) { c.RaftTimeout = d } }
 

@@ -25,3 +25,10 @@ type Deps struct {
 
 // NowNanos is the clock's time as Unix nanoseconds, the form stored in log entries.
 func (d Deps) NowNanos() int64 { return d.Now().UnixNano() }
+
+// RaftPeer is one server of the Raft configuration.
+type RaftPeer struct {
+	ID      string
+	Address string
+	Voter   bool
+}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -19,12 +18,14 @@ import (
 
 	"github.com/ctlplane/ctlplane/fsm"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
 )
 
 // Clock is a fake clock: Now stands still until Advance moves it, and the
@@ -79,30 +80,54 @@ func (c *Clock) Advance(d time.Duration) {
 	c.waiters = kept
 }
 
-// Fixture is a server with a registered node, the deployment service wired
-// into an HTTP handler at URL, and a fake clock.
+// Fixture is a real single-node server (Raft, FSM, HTTP) serving the API
+// with the deployment service, a registered client node, and a fake clock.
+// It is the bare server, not the agent: no scheduler, watcher or node
+// heartbeats run unless a test starts them, so that every write a test
+// sees is one it made (servertest.Start runs the whole agent).
 type Fixture struct {
 	T      testing.TB
-	Server *servertest.TestServer
+	Server *server.Server
 	Clock  *Clock
 	Deps   svc.Deps
 	Node   *state.Node
-	// URL serves the API with the deployment service (servertest's own
-	// handler has no orchestrator services).
+	// URL is the HTTP API base, e.g. http://127.0.0.1:41234.
 	URL string
 }
 
-// Start starts a fixture; opts go to servertest.Start (e.g. servertest.ACL).
+// Start starts a fixture; opts are servertest's (e.g. servertest.ACL).
 func Start(t testing.TB, opts ...servertest.Option) *Fixture {
 	t.Helper()
-	ts := servertest.Start(t, opts...)
+	cfg := server.DefaultConfig()
+	cfg.Dev = true
+	cfg.NodeName = "test"
+	cfg.BindAddr = "127.0.0.1:0"
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.RaftTimeout = 100 * time.Millisecond
+	cfg.ACLEnabled = false
+	cfg.Logger = hclog.NewNullLogger()
+	for _, o := range opts {
+		o(cfg)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatalf("starting server: %v", err)
+	}
 	clock := NewClock()
-	f := &Fixture{T: t, Server: ts, Clock: clock}
-	f.Deps = svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: clock.Now, Logger: hclog.NewNullLogger()}
-	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Deployments: deployments.New(f.Deps)})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	f.URL = srv.URL
+	f := &Fixture{T: t, Server: srv, Clock: clock}
+	f.Deps = svc.Deps{State: srv.State, Raft: srv, Now: clock.Now, Logger: cfg.Logger}
+	h := ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{Deployments: deployments.New(f.Deps)})
+	if err := srv.Serve(h); err != nil {
+		srv.Shutdown()
+		t.Fatalf("serving HTTP: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Shutdown(); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	f.URL = "http://" + srv.HTTPAddr()
+	f.waitForLeader()
 	f.Node = &state.Node{
 		ID: uuid.NewString(), Name: "client-1", Datacenter: "dc1",
 		Drivers: map[string]*state.DriverInfo{"mock_driver": {Detected: true, Healthy: true}},
@@ -112,11 +137,26 @@ func Start(t testing.TB, opts ...servertest.Option) *Fixture {
 	return f
 }
 
+// waitForLeader waits until the server leads and has written its own
+// record (its last start-up write).
+func (f *Fixture) waitForLeader() {
+	f.T.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		_, self, err := f.Server.State().Server(memdb.NewWatchSet(), f.Server.NodeID())
+		if f.Server.CheckRead(false) == nil && err == nil && self != nil && self.HTTPAddr == f.Server.HTTPAddr() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.T.Fatalf("server at %s did not become a ready leader", f.URL)
+}
+
 // Apply commits a command through the server's Raft and fails the test on
 // error.
 func Apply[Req, Resp any](f *Fixture, c fsm.Command[Req, Resp], req *Req) Resp {
 	f.T.Helper()
-	resp, err := fsm.Apply(f.Server.Server, c, req)
+	resp, err := fsm.Apply(f.Server, c, req)
 	if err != nil {
 		f.T.Fatalf("%s: %v", c.Name, err)
 	}
@@ -135,7 +175,8 @@ type Group struct {
 }
 
 // Job is a service job whose groups run the mock driver; meta tells
-// versions apart.
+// versions apart (it is also in each task's environment, so that a new
+// version replaces allocations instead of updating them in place).
 func Job(ns, id, meta string, groups ...Group) *state.Job {
 	j := &state.Job{
 		Region: "global", Namespace: ns, ID: id, Name: id, Type: state.JobTypeService, Priority: 50,
@@ -152,7 +193,7 @@ func Job(ns, id, meta string, groups ...Group) *state.Job {
 				MaxParallel: 1, HealthCheck: hc, MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute,
 				ProgressDeadline: g.ProgressDeadline, AutoRevert: g.AutoRevert, AutoPromote: g.AutoPromote, Canary: g.Canary,
 			},
-			Tasks: []*state.Task{{Name: "app", Driver: "mock_driver", Config: map[string]any{"run_for": "1h"}}},
+			Tasks: []*state.Task{{Name: "app", Driver: "mock_driver", Config: map[string]any{"run_for": "1h"}, Env: map[string]string{"VERSION": meta}}},
 		})
 	}
 	return j

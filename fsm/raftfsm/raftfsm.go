@@ -1,0 +1,38 @@
+// Package raftfsm adapts the FSM to hashicorp/raft, so that the fsm package
+// (which the HTTP layer's request types come from) stays free of Raft.
+package raftfsm
+
+import (
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// FSM is the raft.FSM of ctlplane.
+type FSM struct {
+	*fsm.FSM
+}
+
+// New returns a raft.FSM over an empty store.
+func New(logger hclog.Logger) *FSM { return &FSM{FSM: fsm.New(logger)} }
+
+// Apply applies one committed log entry.
+func (f *FSM) Apply(l *raft.Log) any { return f.ApplyEntry(l.Index, l.Data) }
+
+// Snapshot captures the store in O(1); Persist streams it later.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &snapshot{s: f.FSM.Snapshot()}, nil
+}
+
+type snapshot struct{ s *fsm.Snapshot }
+
+// Persist writes the stream to the sink, cancelling it on failure.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.s.Stream(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() { s.s.Release() }
