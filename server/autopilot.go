@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -36,7 +37,7 @@ func (s *Server) autopilot(ctx context.Context) {
 }
 
 func (s *Server) promoteCaughtUp(ctx context.Context) {
-	conf, _, err := s.RaftConfiguration()
+	conf, err := s.raftConfig()
 	if err != nil {
 		return
 	}
@@ -64,4 +65,13 @@ func (s *Server) promoteCaughtUp(ctx context.Context) {
 			s.logger.Warn("failed to promote a server", "id", srv.ID, "error", err)
 		}
 	}
+}
+
+// raftConfig is the current Raft configuration with suffrage.
+func (s *Server) raftConfig() (raft.Configuration, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return raft.Configuration{}, fmt.Errorf("failed to read Raft configuration: %w", err)
+	}
+	return f.Configuration(), nil
 }

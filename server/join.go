@@ -102,7 +102,7 @@ func (s *Server) addServer(req *joinRequest) error {
 		return notOwner
 	}
 	var member *raft.Server
-	conf, _, err := s.RaftConfiguration()
+	conf, err := s.raftConfig()
 	if err != nil {
 		return err
 	}
