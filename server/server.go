@@ -72,7 +72,8 @@ type Config struct {
 	// ACLInitialManagementToken, when set, is created as a management token.
 	ACLInitialManagementToken string
 	// JoinToken is sent when asking a cluster to add this server; with ACLs
-	// on it needs operator:write. Defaults to ACLInitialManagementToken.
+	// on (and without TLS) it must be a management token. Defaults to
+	// ACLInitialManagementToken.
 	JoinToken string
 	// Datacenter names this cluster (node identities minted at login carry it).
 	Datacenter string
