@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
@@ -46,33 +47,19 @@ func (s *Server) aclInitDone(initial *state.ACLToken) bool {
 	return true
 }
 
-// reapExpiredTokens deletes tokens whose expiry has passed (the ACL
-// service decides, by its clock).
-func (s *Server) reapExpiredTokens() {
-	deps := svc.Deps{State: s.State, Raft: s, Now: time.Now, Logger: s.logger}
-	n, err := acl.NewService(deps, s.config.Datacenter).ReapExpiredTokens()
-	if err != nil {
-		s.logger.Warn("failed to reap expired tokens", "error", err)
-	} else if n > 0 {
-		s.logger.Debug("reaped expired tokens", "count", n)
-	}
-}
-
-// leaderACLLoop reaps expired tokens while this server leads.
+// leaderACLLoop reaps expired tokens while this server leads (until stopCh
+// closes or the server shuts down); the ACL service decides, by its clock.
 func (s *Server) leaderACLLoop(stopCh <-chan struct{}) {
-	tick := time.NewTicker(s.config.TokenReapInterval)
-	defer tick.Stop()
-	for {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
 		select {
 		case <-stopCh:
-			return
 		case <-s.shutdownCh:
-			return
-		case <-tick.C:
-			if !s.leaderReady.Load() {
-				return
-			}
-			s.reapExpiredTokens()
+		case <-ctx.Done():
 		}
-	}
+		cancel()
+	}()
+	deps := svc.Deps{State: s.State, Raft: s, Now: time.Now, Logger: s.logger}
+	acl.NewService(deps, s.config.Datacenter).RunTokenReaper(ctx, s.config.TokenReapInterval)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
 )
 
 // Service is the ACL domain: tokens, policies, roles, auth methods, binding
@@ -32,6 +33,9 @@ type Service struct {
 func NewService(deps svc.Deps, datacenter string) *Service {
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.Logger == nil {
+		deps.Logger = hclog.NewNullLogger()
 	}
 	s := &Service{deps: deps, datacenter: datacenter, newID: uuid.NewString}
 	s.resolver.Now = deps.Now

@@ -338,3 +338,44 @@ func loginMethod(t *testing.T, s *acl.Service, k *key, bindName string) {
 		t.Fatal(err)
 	}
 }
+
+// TestServiceTokenReaper: the leader routine reaps what has expired by the
+// service's clock, and returns when its context ends.
+func TestServiceTokenReaper(t *testing.T) {
+	env := startSvc(t)
+	s := env.svc("dc1")
+	tok, err := s.CreateToken(acl.TokenRequest{Namespace: "default", ExpirationTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		s.RunTokenReaper(ctx, 5*time.Millisecond)
+		close(done)
+	}()
+	stored := func() bool {
+		_, t, _ := env.ts.Server.State().ACLTokenByAccessor(memdb.NewWatchSet(), tok.AccessorID)
+		return t != nil
+	}
+	// Several rounds pass before the clock moves: nothing is reaped.
+	before := env.ts.Server.State().TableIndex("acl-tokens")
+	time.Sleep(50 * time.Millisecond)
+	if !stored() || env.ts.Server.State().TableIndex("acl-tokens") != before {
+		t.Fatal("the reaper deleted or wrote before any token expired")
+	}
+	env.clock.Advance(time.Minute)
+	deadline := time.Now().Add(10 * time.Second)
+	for stored() {
+		if time.Now().After(deadline) {
+			t.Fatal("the reaper did not delete the expired token")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunTokenReaper did not return when its context ended")
+	}
+}

@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -277,4 +278,24 @@ func (s *Service) ReapExpiredTokens() (int, error) {
 		ids[i] = t.AccessorID
 	}
 	return apply[int](s, fsm.ACLTokenReapType, &fsm.ACLTokenReapRequest{AccessorIDs: ids, Now: now})
+}
+
+// RunTokenReaper reaps expired tokens every interval until ctx ends: a
+// leader routine (registered with the server's leader-routine registry).
+func (s *Service) RunTokenReaper(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			n, err := s.ReapExpiredTokens()
+			if err != nil {
+				s.deps.Logger.Warn("failed to reap expired tokens", "error", err)
+			} else if n > 0 {
+				s.deps.Logger.Debug("reaped expired tokens", "count", n)
+			}
+		}
+	}
 }
