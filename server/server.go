@@ -150,6 +150,10 @@ type Server struct {
 	config *Config
 	logger hclog.Logger
 	nodeID string
+	// key proves this server's requests to change its own record; keyHash
+	// is what its record keeps.
+	key, keyHash string
+	fatalCh      chan error
 
 	fsm  *raftfsm.FSM
 	raft *raft.Raft
@@ -258,6 +262,7 @@ func New(cfg *Config) (*Server, error) {
 		known:       map[string]state.ServerInfo{},
 		registerCh:  make(chan struct{}, 1),
 		tls:         bundle,
+		fatalCh:     make(chan error, 1),
 	}
 	s.forwardTransport = &http.Transport{
 		MaxIdleConnsPerHost: 64,
@@ -277,6 +282,7 @@ func New(cfg *Config) (*Server, error) {
 		go func() { <-ctx.Done(); close(stop) }()
 		s.leaderACLLoop(stop)
 	})
+	s.AddLeaderRoutine("autopilot", s.autopilot)
 	go s.monitorLeadership()
 	return s, nil
 }
@@ -288,6 +294,13 @@ func (s *Server) setupRaft() error {
 		return err
 	}
 	s.nodeID = id
+	if err := s.checkACLMode(); err != nil {
+		return err
+	}
+	if s.key, err = s.loadServerKey(); err != nil {
+		return err
+	}
+	s.keyHash = keyHash(s.key)
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(id)

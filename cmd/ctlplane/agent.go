@@ -98,9 +98,17 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 
 	sigCh := make(chan os.Signal, 1)
 	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)
-	sig := <-sigCh
+	select {
+	case sig := <-sigCh:
+		cfg.Logger.Info("caught signal", "signal", sig.String())
+	case err := <-srv.Fatal():
+		// Already logged by the server (e.g. the cluster's ACL mode differs).
+		signal.Stop(sigCh)
+		srv.Shutdown()
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
 	signal.Stop(sigCh)
-	cfg.Logger.Info("caught signal", "signal", sig.String())
 	if err := srv.Shutdown(); err != nil {
 		cfg.Logger.Error("unclean shutdown", "error", err)
 		return 1
