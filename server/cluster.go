@@ -1,12 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/pprof"
 	"sort"
@@ -37,11 +35,15 @@ type nodeInfo struct {
 	Known []state.ServerInfo
 	// Cluster is the Raft configuration once this server has one.
 	Cluster []state.ServerInfo
+	// AppliedIndex is the last log index this server applied: the leader
+	// promotes a non-voter once it has caught up.
+	AppliedIndex uint64
 }
 
 // self describes this server.
 func (s *Server) self() state.ServerInfo {
-	return state.ServerInfo{ID: s.nodeID, Name: s.config.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.HTTPAddr()}
+	return state.ServerInfo{ID: s.nodeID, Name: s.config.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.HTTPAddr(),
+		KeyHash: s.keyHash, ACLEnabled: s.config.ACLEnabled}
 }
 
 // clusterHandler routes the internal endpoints and sends the rest of the API
@@ -147,6 +149,7 @@ func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	s.knownMu.Unlock()
 	info.Cluster = s.raftServers()
+	info.AppliedIndex = s.raft.AppliedIndex()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(info)
 }
@@ -162,58 +165,6 @@ func (s *Server) raftServers() []state.ServerInfo {
 		out = append(out, state.ServerInfo{ID: string(srv.ID), RaftAddr: string(srv.Address)})
 	}
 	return out
-}
-
-// handleJoin runs on the leader (forwarding brings it there): it makes the
-// caller a voter and records its addresses.
-func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		w.Header().Set("Allow", "OPTIONS,PUT")
-		http.Error(w, fmt.Sprintf("method %s not allowed", r.Method), http.StatusMethodNotAllowed)
-		return
-	}
-	var srv state.ServerInfo
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&srv); err != nil {
-		http.Error(w, fmt.Sprintf("Join decoding failed: %v", err), http.StatusBadRequest)
-		return
-	}
-	if srv.ID == "" || srv.RaftAddr == "" || srv.HTTPAddr == "" {
-		http.Error(w, "Join needs ID, RaftAddr and HTTPAddr", http.StatusBadRequest)
-		return
-	}
-	if err := s.addServer(srv); err != nil {
-		code := http.StatusInternalServerError
-		if errors.Is(err, ErrNoLeader) {
-			code = http.StatusServiceUnavailable
-		}
-		http.Error(w, err.Error(), code)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write([]byte("true"))
-}
-
-// addServer makes srv a voter (unless it already is, at that address) and
-// records it in the replicated server table.
-func (s *Server) addServer(srv state.ServerInfo) error {
-	member := false
-	for _, c := range s.raftServers() {
-		if c.ID == srv.ID && c.RaftAddr == srv.RaftAddr {
-			member = true
-		}
-	}
-	if !member {
-		s.logger.Info("adding server as a voter", "id", srv.ID, "node", srv.Name, "raft_address", srv.RaftAddr)
-		if err := s.raft.AddVoter(raft.ServerID(srv.ID), raft.ServerAddress(srv.RaftAddr), 0, 0).Error(); err != nil {
-			if errors.Is(err, raft.ErrNotLeader) {
-				return ErrNoLeader
-			}
-			return fmt.Errorf("failed to add server %s as a voter: %w", srv.ID, err)
-		}
-	}
-	return s.registerServer(srv)
 }
 
 // registerServer records srv unless the record is already identical.
@@ -285,6 +236,15 @@ func (s *Server) discover() {
 				s.logger.Debug("discovery: server not reachable", "address", addr, "error", err)
 				continue
 			}
+			// A server that disagrees on the ACL mode must not be in the
+			// cluster this one forms: stop rather than form a mixed one.
+			for _, k := range append([]state.ServerInfo{info.Self}, info.Known...) {
+				if k.ID != "" && k.ACLEnabled != s.config.ACLEnabled {
+					s.fail(fmt.Errorf("%sserver %s (%s) has -acl-enabled=%t and this server -acl-enabled=%t; the ACL mode is cluster state and every server must agree",
+						aclMismatchPrefix, k.Name, k.HTTPAddr, k.ACLEnabled, s.config.ACLEnabled))
+					return
+				}
+			}
 			s.knownMu.Lock()
 			s.known[info.Self.ID] = info.Self
 			for _, k := range info.Known {
@@ -304,11 +264,14 @@ func (s *Server) discover() {
 			if s.bootstrapFrom(existing.Cluster) {
 				return
 			}
-			if err := s.requestJoin(existingAddr, me); err == nil {
+			if err := s.requestJoin(existingAddr); err == nil {
 				s.logger.Info("joined the cluster", "through", existingAddr)
 				return
+			} else if isACLMismatch(err) {
+				s.fail(err)
+				return
 			} else {
-				s.logger.Debug("join failed, will retry", "through", existingAddr, "error", err)
+				s.logger.Warn("join refused, will retry", "through", existingAddr, "error", err)
 			}
 		} else if expect := s.config.BootstrapExpect; expect > 0 {
 			s.knownMu.Lock()
@@ -398,30 +361,6 @@ func (s *Server) fetchNodeInfo(addr string) (*nodeInfo, error) {
 	return &info, nil
 }
 
-// requestJoin asks the cluster behind addr to add this server.
-func (s *Server) requestJoin(addr string, me state.ServerInfo) error {
-	body, _ := json.Marshal(me)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.scheme()+"://"+addr+internalJoinPath, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if s.config.JoinToken != "" {
-		req.Header.Set("X-Service-Token", s.config.JoinToken)
-	}
-	resp, err := s.clusterClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d: %s", resp.StatusCode, msg)
-	}
-	return nil
-}
-
 // keepRegistered makes sure the replicated record of this server is current:
 // the leader writes its own, a follower asks the leader. That is how every
 // server learns where to forward requests.
@@ -439,7 +378,11 @@ func (s *Server) keepRegistered() {
 			if s.leaderReady.Load() {
 				err = s.registerServer(me)
 			} else if leader := s.leaderHTTPAddr(); leader != "" {
-				err = s.requestJoin(leader, me)
+				err = s.requestJoin(leader)
+			}
+			if isACLMismatch(err) {
+				s.fail(err)
+				return
 			}
 			if err != nil {
 				s.logger.Warn("failed to register this server with the leader, will retry", "error", err)

@@ -72,7 +72,8 @@ type Config struct {
 	// ACLInitialManagementToken, when set, is created as a management token.
 	ACLInitialManagementToken string
 	// JoinToken is sent when asking a cluster to add this server; with ACLs
-	// on it needs operator:write. Defaults to ACLInitialManagementToken.
+	// on (and without TLS) it must be a management token. Defaults to
+	// ACLInitialManagementToken.
 	JoinToken string
 	// Datacenter names this cluster (node identities minted at login carry it).
 	Datacenter string
@@ -150,6 +151,10 @@ type Server struct {
 	config *Config
 	logger hclog.Logger
 	nodeID string
+	// key proves this server's requests to change its own record; keyHash
+	// is what its record keeps.
+	key, keyHash string
+	fatalCh      chan error
 
 	fsm  *raftfsm.FSM
 	raft *raft.Raft
@@ -258,6 +263,7 @@ func New(cfg *Config) (*Server, error) {
 		known:       map[string]state.ServerInfo{},
 		registerCh:  make(chan struct{}, 1),
 		tls:         bundle,
+		fatalCh:     make(chan error, 1),
 	}
 	s.forwardTransport = &http.Transport{
 		MaxIdleConnsPerHost: 64,
@@ -274,6 +280,7 @@ func New(cfg *Config) (*Server, error) {
 	}
 	s.resolver.Datacenter = cfg.Datacenter
 	s.resolver.Now = time.Now
+	s.AddLeaderRoutine("autopilot", s.autopilot)
 	go s.monitorLeadership()
 	return s, nil
 }
@@ -285,6 +292,13 @@ func (s *Server) setupRaft() error {
 		return err
 	}
 	s.nodeID = id
+	if err := s.checkACLMode(); err != nil {
+		return err
+	}
+	if s.key, err = s.loadServerKey(); err != nil {
+		return err
+	}
+	s.keyHash = keyHash(s.key)
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(id)

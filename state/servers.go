@@ -11,17 +11,25 @@ const serversTable = "servers"
 // ServerInfo is one server of the cluster as the others need to know it:
 // enough to forward a request to it when it leads.
 type ServerInfo struct {
-	ID          string
-	Name        string
-	RaftAddr    string
-	HTTPAddr    string
+	ID       string
+	Name     string
+	RaftAddr string
+	HTTPAddr string
+	// KeyHash is the SHA-256 (hex) of a random key the server keeps in its
+	// data directory: only a join request presenting that key may change
+	// this record.
+	KeyHash string `json:",omitempty"`
+	// ACLEnabled is the server's -acl-enabled; every server of a cluster
+	// must agree.
+	ACLEnabled  bool
 	CreateIndex uint64
 	ModifyIndex uint64
 }
 
 // Same says whether two records describe the server identically.
 func (s *ServerInfo) Same(o *ServerInfo) bool {
-	return s.ID == o.ID && s.Name == o.Name && s.RaftAddr == o.RaftAddr && s.HTTPAddr == o.HTTPAddr
+	return s.ID == o.ID && s.Name == o.Name && s.RaftAddr == o.RaftAddr && s.HTTPAddr == o.HTTPAddr &&
+		s.KeyHash == o.KeyHash && s.ACLEnabled == o.ACLEnabled
 }
 
 func init() {

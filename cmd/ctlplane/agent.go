@@ -32,8 +32,11 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "log entries between Raft snapshots")
 	flags.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often to check whether a snapshot is due")
 	aclEnabled := flags.String("acl-enabled", "", "turn access control on or off (default: on, off with -dev)")
-	flags.StringVar(&cfg.ACLInitialManagementToken, "acl-initial-management-token", "", "secret of a management token to create at first start")
-	flags.StringVar(&cfg.JoinToken, "join-token", "", "token sent when joining a cluster; needs operator:write (default: -acl-initial-management-token)")
+	secrets := []secretFlag{
+		addSecretFlag(flags, &cfg.ACLInitialManagementToken, "acl-initial-management-token", "CTLPLANE_ACL_INITIAL_MANAGEMENT_TOKEN", "secret of a management token to create at first start"),
+		addSecretFlag(flags, &cfg.JoinToken, "join-token", "CTLPLANE_JOIN_TOKEN", "without TLS: management token sent when joining a cluster (default: the initial management token)"),
+	}
+	configFile := flags.String("config-file", "", "agent configuration file, HCL or JSON: keys as the flags with underscores (data_dir, acl_enabled, tls_ca_file, join = [...]); flags win")
 	flags.StringVar(&cfg.Datacenter, "datacenter", cfg.Datacenter, "datacenter name")
 	flags.StringVar(&cfg.TLS.CAFile, "tls-ca-file", "", "CA certificate (PEM) that signs the servers' certificates; with -tls-cert-file and -tls-key-file turns on mutual TLS between servers and HTTPS")
 	flags.StringVar(&cfg.TLS.CertFile, "tls-cert-file", "", "this server's certificate (PEM), from `ctlplane tls cert create -server`")
@@ -51,6 +54,10 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	}
 	if flags.NArg() > 0 {
 		fmt.Fprintf(stderr, "unexpected arguments: %v\n", flags.Args())
+		return 1
+	}
+	if err := applyAgentSources(flags, *configFile, secrets); err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
 		return 1
 	}
 	level := hclog.LevelFromString(*logLevel)
@@ -98,9 +105,17 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 
 	sigCh := make(chan os.Signal, 1)
 	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)
-	sig := <-sigCh
+	select {
+	case sig := <-sigCh:
+		cfg.Logger.Info("caught signal", "signal", sig.String())
+	case err := <-srv.Fatal():
+		// Already logged by the server (e.g. the cluster's ACL mode differs).
+		signal.Stop(sigCh)
+		srv.Shutdown()
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
 	signal.Stop(sigCh)
-	cfg.Logger.Info("caught signal", "signal", sig.String())
 	if err := srv.Shutdown(); err != nil {
 		cfg.Logger.Error("unclean shutdown", "error", err)
 		return 1

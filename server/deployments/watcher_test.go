@@ -243,3 +243,38 @@ func TestWatcherHealthyEval(t *testing.T) {
 	// Health reported again without a change makes no evaluation.
 	stays(t, f, "no more evaluations", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 2 })
 }
+
+// Canaries that wait for a manual promotion are not short of progress;
+// canaries not yet healthy are.
+func TestWatcherDeadlineCanaries(t *testing.T) {
+	f := deploytest.Start(t)
+	waiting, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "waiting", "v0",
+		deploytest.Group{Name: "web", Count: 3, Canary: 1, ProgressDeadline: time.Minute})))
+	short, _ := f.Deploy(f.RegisterJob(deploytest.Job("default", "short", "v0",
+		deploytest.Group{Name: "web", Count: 3, Canary: 1, ProgressDeadline: time.Minute})))
+	f.Health(true, allocs[0].ID)
+	startWatcher(t, f)
+	f.Clock.Advance(2 * time.Minute)
+	waitFor(t, f, "the short canary deployment failed", status(short.ID, state.DeploymentStatusFailed))
+	stays(t, f, "the deployment awaiting promotion runs on", status(waiting.ID, state.DeploymentStatusRunning))
+}
+
+// The rollback rule looks at the AutoRevert of the groups that missed the
+// deadline, not of the others.
+func TestWatcherDeadlineFailingGroupRevert(t *testing.T) {
+	f := deploytest.Start(t)
+	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v0",
+		deploytest.Group{Name: "done", Count: 1, AutoRevert: true, ProgressDeadline: time.Minute},
+		deploytest.Group{Name: "slow", Count: 1, ProgressDeadline: time.Minute})))
+	for _, a := range allocs {
+		if a.TaskGroup == "done" {
+			f.Health(true, a.ID)
+		}
+	}
+	startWatcher(t, f)
+	f.Clock.Advance(time.Minute)
+	waitFor(t, f, "failed", status(d.ID, state.DeploymentStatusFailed))
+	if got := f.Deployment(d.ID); got.StatusDescription != "Failed due to progress deadline" {
+		t.Errorf("description %q, want no rollback suffix", got.StatusDescription)
+	}
+}
