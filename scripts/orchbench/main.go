@@ -217,4 +217,3 @@ func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "orchbench: "+format+"\n", args...)
 	os.Exit(1)
 }
-
