@@ -1,12 +1,10 @@
 package server
 
 import (
-	"context"
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
-	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -45,21 +43,4 @@ func (s *Server) aclInitDone(initial *state.ACLToken) bool {
 		return err == nil && tok != nil
 	}
 	return true
-}
-
-// leaderACLLoop reaps expired tokens while this server leads (until stopCh
-// closes or the server shuts down); the ACL service decides, by its clock.
-func (s *Server) leaderACLLoop(stopCh <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-stopCh:
-		case <-s.shutdownCh:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
-	deps := svc.Deps{State: s.State, Raft: s, Now: time.Now, Logger: s.logger}
-	acl.NewService(deps, s.config.Datacenter).RunTokenReaper(ctx, s.config.TokenReapInterval)
 }

@@ -284,11 +284,8 @@ func New(cfg *Config) (*Server, error) {
 		s.closeStores()
 		return nil, err
 	}
-	s.AddLeaderRoutine("acl-token-reaper", func(ctx context.Context) {
-		stop := make(chan struct{})
-		go func() { <-ctx.Done(); close(stop) }()
-		s.leaderACLLoop(stop)
-	})
+	s.resolver.Datacenter = cfg.Datacenter
+	s.resolver.Now = time.Now
 	s.AddLeaderRoutine("autopilot", s.autopilot)
 	go s.monitorLeadership()
 	return s, nil

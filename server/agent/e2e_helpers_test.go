@@ -29,7 +29,7 @@ func (j jobSpec) body() string {
 	group := map[string]any{
 		"Name": "web", "Count": j.count,
 		"Tasks": []any{map[string]any{"Name": "app", "Driver": "mock_driver", "Config": cfg,
-			"Resources": map[string]any{"CPU": 100, "MemoryMB": 64}}},
+			"KillTimeout": int64(100 * time.Millisecond), "Resources": map[string]any{"CPU": 100, "MemoryMB": 64}}},
 	}
 	if j.update != nil {
 		group["Update"] = j.update
@@ -177,7 +177,7 @@ func settle(t *testing.T, ts *servertest.TestServer) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		var evals []*state.Evaluation
+		var evals []struct{ Status string }
 		ts.Do(t, http.MethodGet, "/v1/job/web/evaluations", "").JSON(t, &evals)
 		pending := 0
 		for _, e := range evals {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/client"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/jobs"
@@ -23,6 +24,11 @@ func serviceScheduler(logger hclog.Logger, snap *state.Store, planner evals.Plan
 
 // wire builds the domain services and registers the leader routines.
 func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
+	aclSvc := acl.NewService(deps, a.Config.Datacenter)
+	a.AddLeaderRoutine("acl-token-reaper", func(ctx context.Context) {
+		aclSvc.RunTokenReaper(ctx, a.Config.TokenReapInterval)
+	})
+
 	a.Broker = evals.New(deps, serviceScheduler, a.Config.SchedulerWorkers)
 	a.AddLeaderRoutine("eval-broker", a.Broker.Run)
 
@@ -33,6 +39,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
 
 	return ctlhttp.Services{
+		ACL:         aclSvc,
 		Jobs:        jobs.New(deps),
 		Deployments: deployments.New(deps),
 		Nodes:       nodeSvc,

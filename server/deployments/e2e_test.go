@@ -133,9 +133,18 @@ func TestDeploymentEndToEnd(t *testing.T) {
 	}
 
 	e.register(deploytest.Job("default", "web", "v1", g))
-	d1 := e.runUntil("web",
+	// The rollback may already have its own deployment when the loop looks:
+	// wait until version 1's deployment is over, then read that one.
+	e.runUntil("web",
 		func(a *state.Allocation) bool { return a.JobVersion == 1 },
-		func(d *state.Deployment) bool { return d.JobVersion == 1 && !d.Active() })
+		func(d *state.Deployment) bool { return d.JobVersion > 1 || (d.JobVersion == 1 && !d.Active()) })
+	var d1 *state.Deployment
+	_, all, _ := e.ts.State().DeploymentsByJob(nil, "default", "web")
+	for _, d := range all {
+		if d.JobVersion == 1 {
+			d1 = d
+		}
+	}
 	if d1.Status != state.DeploymentStatusFailed || d1.StatusDescription != "Failed due to unhealthy allocations - rolling back to job version 0" {
 		t.Fatalf("version 1 deployment: %s %q", d1.Status, d1.StatusDescription)
 	}
