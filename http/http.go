@@ -96,6 +96,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerDeployments()
 	h.registerNodes()
 	h.registerJobs()
+	h.registerClientFS()
 	return h
 }
 
