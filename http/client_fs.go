@@ -19,11 +19,6 @@ func (h *Handler) registerClientFS() {
 }
 
 func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error) {
-	allocID := mux.Vars(r)["alloc_id"]
-	if !uuidRE.MatchString(allocID) {
-		return nil, badRequest("Invalid allocation ID %q: a 36-character UUID is required", allocID)
-	}
-	allocID = strings.ToLower(allocID)
 	id, err := h.nodeIdentify(r)
 	if err != nil {
 		return nil, err
@@ -31,6 +26,11 @@ func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 	if !id.authz.NodeRead() {
 		return nil, errNodeDenied
 	}
+	allocID := mux.Vars(r)["alloc_id"]
+	if !uuidRE.MatchString(allocID) {
+		return nil, badRequest("Invalid allocation ID %q: a 36-character UUID is required", allocID)
+	}
+	allocID = strings.ToLower(allocID)
 	_, a, err := h.backend.State().Alloc(nil, allocID)
 	if err != nil {
 		return nil, err
