@@ -127,21 +127,12 @@ func DefaultConfig() *Config {
 	}
 }
 
-// statusError is an error that carries the HTTP status it should be served with.
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e *statusError) Error() string   { return e.msg }
-func (e *statusError) StatusCode() int { return e.code }
-
 // ErrNoLeader is returned when there is no leader to serve a request.
-var ErrNoLeader error = &statusError{code: http.StatusServiceUnavailable, msg: "No cluster leader"}
+var ErrNoLeader error = state.NewError(state.ErrUnavailable, "No cluster leader")
 
 // errAbortedByRestore: a snapshot restore replaced the state while the write
 // was being committed, so the write was dropped; the client may retry.
-var errAbortedByRestore error = &statusError{code: http.StatusServiceUnavailable, msg: "The write was not applied: a snapshot restore replaced the state while it was being committed; retry it"}
+var errAbortedByRestore error = state.NewError(state.ErrUnavailable, "The write was not applied: a snapshot restore replaced the state while it was being committed; retry it")
 
 // applyEnqueueTimeout bounds how long a write waits to enter Raft's queue.
 const applyEnqueueTimeout = 30 * time.Second
@@ -474,7 +465,7 @@ func (s *Server) monitorLeadership() {
 // Serve starts serving the API handler on the HTTP address, behind leader
 // forwarding and beside the internal cluster endpoints, returns once it
 // listens, and starts forming or joining the cluster.
-func (s *Server) Serve(handler http.Handler) error {
+func (s *Server) Serve(handler API) error {
 	ln, err := net.Listen("tcp", s.config.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("failed to listen on HTTP address %s: %w", s.config.HTTPAddr, err)
