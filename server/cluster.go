@@ -436,7 +436,11 @@ func (s *Server) registerKnownMembers() {
 	}
 	s.knownMu.Unlock()
 	for _, k := range known {
-		if addr, ok := members[k.ID]; ok && addr == k.RaftAddr {
+		if addr, ok := members[k.ID]; ok && addr == k.RaftAddr && k.ID != s.nodeID {
+			// Only a first record: after that, only the member changes it.
+			if _, cur, err := s.State().Server(memdb.NewWatchSet(), k.ID); err != nil || cur != nil {
+				continue
+			}
 			if err := s.registerServer(k); err != nil {
 				s.logger.Debug("failed to record a member", "id", k.ID, "error", err)
 			}

@@ -63,6 +63,9 @@ type Config struct {
 	HTTPMaxConnsPerClient int
 	// HTTPBodyReadTimeout bounds reading a request body.
 	HTTPBodyReadTimeout time.Duration
+	// DeadNonvoterTimeout is how long a joiner may stay an unreachable
+	// non-voter before the leader removes it (default 5 minutes).
+	DeadNonvoterTimeout time.Duration
 
 	// RaftTimeout is the heartbeat and election timeout; the leader lease is
 	// half of it. Shorter is faster failover, longer is fewer false elections.
@@ -227,6 +230,9 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if cfg.JoinToken == "" {
 		cfg.JoinToken = cfg.ACLInitialManagementToken
+	}
+	if cfg.DeadNonvoterTimeout <= 0 {
+		cfg.DeadNonvoterTimeout = 5 * time.Minute
 	}
 	if cfg.HTTPBodyReadTimeout <= 0 {
 		cfg.HTTPBodyReadTimeout = DefaultHTTPBodyReadTimeout

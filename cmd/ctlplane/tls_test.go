@@ -210,6 +210,14 @@ func TestAgentHTTPSAndCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list-peers with a client certificate: exit %d\n%s%s", code, out, errOut)
 	}
+	// The same through the environment.
+	t.Setenv("CTLPLANE_CACERT", ca)
+	t.Setenv("CTLPLANE_HTTP_ADDR", httpsURL)
+	t.Setenv("CTLPLANE_TOKEN", testManagementToken)
+	if code, out, errOut = ctl("operator", "raft", "list-peers"); code != 0 {
+		t.Fatalf("list-peers with CTLPLANE_CACERT: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("CTLPLANE_CACERT", "")
 	// Without the CA the server is not trusted.
 	if code, _, errOut = ctl("operator", "raft", "list-peers", "-address", httpsURL, "-token", testManagementToken); code == 0 || !strings.Contains(errOut, "certificate") {
 		t.Errorf("list-peers without -ca-file: exit %d %q, want a certificate error", code, errOut)
