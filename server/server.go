@@ -194,6 +194,9 @@ type Server struct {
 	queryCtx    context.Context
 	cancelQuery context.CancelFunc
 
+	// inproc serves the API to clients inside this process (dev nodes).
+	inproc *memListener
+
 	// leader is the registry of routines run while this node leads.
 	leader leaderRoutines
 
@@ -499,7 +502,8 @@ func (s *Server) Serve(handler API) error {
 		ErrorLog:          s.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	s.logger.Info("HTTP API listening", "address", "http://"+ln.Addr().String(), "raft_address", s.transport.LocalAddr(), "node", s.config.NodeName, "node_id", s.nodeID, "tls", s.tls != nil)
-	listeners := []net.Listener{s.httpListener}
+	s.inproc = newMemListener()
+	listeners := []net.Listener{s.httpListener, s.inproc}
 	if s.httpsListener != nil {
 		s.logger.Info("HTTPS API listening", "address", "https://"+s.httpsListener.Addr().String())
 		listeners = append(listeners, s.httpsListener)
