@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/client"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
@@ -28,7 +29,7 @@ func TestFailoverMidDeployment(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	c, err := client.New(client.Config{Servers: urls, NodeName: "worker", Datacenter: "dc1",
-		Resources: state.Resources{CPU: 4000, MemoryMB: 4096}})
+		Resources: api.Resources{CPU: 4000, MemoryMB: 4096}})
 	if err != nil {
 		t.Fatal(err)
 	}
