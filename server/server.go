@@ -59,6 +59,8 @@ type Server struct {
 	// is what its record keeps.
 	key, keyHash string
 	fatalCh      chan error
+	failed       chan struct{} // closed by fail
+	failOnce     sync.Once
 
 	fsm  *raftfsm.FSM
 	raft *raft.Raft
@@ -171,6 +173,7 @@ func New(cfg *Config) (*Server, error) {
 		registerCh:  make(chan struct{}, 1),
 		tls:         bundle,
 		fatalCh:     make(chan error, 1),
+		failed:      make(chan struct{}),
 	}
 	s.forwardTransport = &http.Transport{
 		MaxIdleConnsPerHost: 64,
