@@ -31,21 +31,13 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
-// statusError is an error that carries the HTTP status it should be served with.
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e *statusError) Error() string   { return e.msg }
-func (e *statusError) StatusCode() int { return e.code }
 
 // ErrNoLeader is returned when there is no leader to serve a request.
-var ErrNoLeader error = &statusError{code: http.StatusServiceUnavailable, msg: "No cluster leader"}
+var ErrNoLeader error = state.NewError(state.ErrUnavailable, "No cluster leader")
 
 // errAbortedByRestore: a snapshot restore replaced the state while the write
 // was being committed, so the write was dropped; the client may retry.
-var errAbortedByRestore error = &statusError{code: http.StatusServiceUnavailable, msg: "The write was not applied: a snapshot restore replaced the state while it was being committed; retry it"}
+var errAbortedByRestore error = state.NewError(state.ErrUnavailable, "The write was not applied: a snapshot restore replaced the state while it was being committed; retry it")
 
 // applyEnqueueTimeout bounds how long a write waits to enter Raft's queue.
 const applyEnqueueTimeout = 30 * time.Second
@@ -105,6 +97,9 @@ type Server struct {
 	// shutdown so that blocked queries answer at once.
 	queryCtx    context.Context
 	cancelQuery context.CancelFunc
+
+	// inproc serves the API to clients inside this process (dev nodes).
+	inproc *memListener
 
 	// leader is the registry of routines run while this node leads.
 	leader leaderRoutines
@@ -351,7 +346,7 @@ func (s *Server) monitorLeadership() {
 // Serve starts serving the API handler on the HTTP address, behind leader
 // forwarding and beside the internal cluster endpoints, returns once it
 // listens, and starts forming or joining the cluster.
-func (s *Server) Serve(handler http.Handler) error {
+func (s *Server) Serve(handler API) error {
 	ln, err := net.Listen("tcp", s.config.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("failed to listen on HTTP address %s: %w", s.config.HTTPAddr, err)
@@ -379,7 +374,8 @@ func (s *Server) Serve(handler http.Handler) error {
 		ErrorLog:          s.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	s.logger.Info("HTTP API listening", "address", "http://"+ln.Addr().String(), "raft_address", s.transport.LocalAddr(), "node", s.config.NodeName, "node_id", s.nodeID, "tls", s.tls != nil)
-	listeners := []net.Listener{s.httpListener}
+	s.inproc = newMemListener()
+	listeners := []net.Listener{s.httpListener, s.inproc}
 	if s.httpsListener != nil {
 		s.logger.Info("HTTPS API listening", "address", "https://"+s.httpsListener.Addr().String())
 		listeners = append(listeners, s.httpsListener)
