@@ -67,6 +67,7 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 	}
 	base := client.Config{
 		Servers:    []string{"http://" + a.HTTPAddr()},
+		HTTPClient: a.InProcessHTTPClient(),
 		Token:      a.Config.ACLInitialManagementToken,
 		NodeName:   name,
 		Datacenter: a.Config.Datacenter,
