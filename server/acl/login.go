@@ -94,7 +94,7 @@ func (s *Service) loginMethod(name, ns string, nsGiven bool) (*state.ACLAuthMeth
 	if method == nil || (nsGiven && ns != methodNamespace(method)) {
 		return nil, nil, authMethodNotFound(name)
 	}
-	v, err := s.validators.get(st, method, s.deps.Now)
+	v, err := s.validators.get(st, method, s.deps.Now, s.allowHTTPKeyURLs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,7 +199,7 @@ type validatorEntry struct {
 	validator                *authmethod.Validator
 }
 
-func (c *validatorCache) get(st *state.Store, m *state.ACLAuthMethod, now func() time.Time) (*authmethod.Validator, error) {
+func (c *validatorCache) get(st *state.Store, m *state.ACLAuthMethod, now func() time.Time, allowHTTP bool) (*authmethod.Validator, error) {
 	key := strings.ToLower(m.Name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,7 +217,7 @@ func (c *validatorCache) get(st *state.Store, m *state.ACLAuthMethod, now func()
 	}
 	var v *authmethod.Validator
 	if err == nil {
-		v, err = authmethod.NewValidator(cfg, authmethod.WithClock(now))
+		v, err = authmethod.NewValidator(cfg, authmethod.WithClock(now), authmethod.WithHTTPKeyURLs(allowHTTP))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("auth method validator for %q could not be initialized: %v", m.Name, err)

@@ -198,8 +198,14 @@ func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.AC
 	default:
 		return nil, invalid("Invalid Auth Method: TokenLocality should be one of 'local' or 'global'")
 	}
-	if _, err := authmethod.ParseConfig(req.Config); err != nil {
+	cfg, err := authmethod.ParseConfig(req.Config)
+	if err != nil {
 		return nil, invalid("Invalid Auth Method: %v", err)
+	}
+	if !s.allowHTTPKeyURLs {
+		if err := cfg.RequireHTTPS(); err != nil {
+			return nil, invalid("Invalid Auth Method: %v", err)
+		}
 	}
 	set := fsm.ACLAuthMethodSetRequest{
 		Method: state.ACLAuthMethod{
