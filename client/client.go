@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
-	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 )
@@ -34,7 +33,7 @@ type Config struct {
 	NodeID     string
 	NodeName   string
 	Datacenter string
-	Resources  state.Resources
+	Resources  api.Resources
 	Meta       map[string]string
 	Logger     hclog.Logger
 	// Now is the clock of task events and health (default time.Now).
@@ -69,7 +68,7 @@ type Client struct {
 	hbTimer  *time.Timer
 	runners  map[string]*allocRunner
 	// pending status reports by allocation, sent by flush.
-	pending    map[string]*state.AllocClientUpdate
+	pending    map[string]*api.AllocClientUpdate
 	flushTimer *time.Timer
 	flushing   bool
 	// registered is closed once the first registration succeeded.
@@ -135,7 +134,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID,
-		runners: map[string]*allocRunner{}, pending: map[string]*state.AllocClientUpdate{},
+		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
 		registered: make(chan struct{}), ctx: context.Background(),
 	}
 	for _, addr := range cfg.Servers {
@@ -363,12 +362,12 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) {
 		}
 		if a.TerminalStatus() {
 			// Told to stop before it ever ran here: report it ended.
-			c.queueUpdate(&state.AllocClientUpdate{ID: a.ID, ClientStatus: state.AllocClientStatusComplete,
+			c.queueUpdate(&api.AllocClientUpdate{ID: a.ID, ClientStatus: api.AllocClientStatusComplete,
 				ClientDescription: "Allocation stopped before it started", TaskStates: a.TaskStates})
 			continue
 		}
 		if ca.TaskGroup == nil {
-			c.queueUpdate(&state.AllocClientUpdate{ID: a.ID, ClientStatus: state.AllocClientStatusFailed,
+			c.queueUpdate(&api.AllocClientUpdate{ID: a.ID, ClientStatus: api.AllocClientStatusFailed,
 				ClientDescription: fmt.Sprintf("task group %q of job %q version %d not found", a.TaskGroup, a.JobID, a.JobVersion)})
 			continue
 		}
@@ -391,7 +390,7 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) {
 
 // queueUpdate adds a report to the next batch (a newer report of the same
 // allocation replaces an older one). Called with c.mu held.
-func (c *Client) queueUpdate(u *state.AllocClientUpdate) {
+func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 	if c.closed {
 		return
 	}
@@ -421,7 +420,7 @@ func (c *Client) flush() {
 		c.mu.Unlock()
 		return
 	}
-	batch := make([]*state.AllocClientUpdate, 0, len(c.pending))
+	batch := make([]*api.AllocClientUpdate, 0, len(c.pending))
 	for id, u := range c.pending {
 		if len(batch) == maxUpdatesPerRequest {
 			break

@@ -568,7 +568,7 @@ func TestACLMatrixCoversEveryRoute(t *testing.T) {
 				return true
 			}
 			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || (sel.Sel.Name != "handle" && sel.Sel.Name != "handleWithLimit") {
+			if !ok || (sel.Sel.Name != "handle" && sel.Sel.Name != "handleWithLimit" && sel.Sel.Name != "handleLocal") {
 				return true
 			}
 			lit, ok := call.Args[0].(*ast.BasicLit)

@@ -48,11 +48,11 @@ func (s *Server) self() state.ServerInfo {
 
 // clusterHandler routes the internal endpoints and sends the rest of the API
 // through leader forwarding.
-func (s *Server) clusterHandler(api http.Handler) http.Handler {
+func (s *Server) clusterHandler(api API) http.Handler {
 	// The joiner is authenticated where it knocks; the leader checks again
 	// (a forwarded join comes with the follower's certificate or the token).
-	join := s.requireServer(s.forwarding(http.HandlerFunc(s.handleJoin)))
-	forwarded := s.forwarding(api)
+	join := s.requireServer(s.forwarding(http.HandlerFunc(s.handleJoin), nil))
+	forwarded := s.forwarding(api, api.AnsweredLocally)
 	profiler := map[string]http.Handler{
 		"/debug/pprof/profile": s.requireManagement(http.HandlerFunc(pprof.Profile)),
 		"/debug/pprof/trace":   s.requireManagement(http.HandlerFunc(pprof.Trace)),
@@ -189,7 +189,7 @@ func (s *Server) RemoveServer(id string) error {
 		}
 	}
 	if !found {
-		return &statusError{code: http.StatusNotFound, msg: fmt.Sprintf("id %q was not found in the Raft configuration", id)}
+		return state.NewError(state.ErrNotFound, "id %q was not found in the Raft configuration", id)
 	}
 	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
@@ -206,6 +206,11 @@ func (s *Server) RemoveServer(id string) error {
 func (s *Server) joinCluster(hasState bool) {
 	if !hasState && len(s.config.Join) > 0 {
 		s.discover()
+	}
+	select {
+	case <-s.failed:
+		return // the agent stops (see fail)
+	default:
 	}
 	s.keepRegistered()
 }
@@ -436,7 +441,11 @@ func (s *Server) registerKnownMembers() {
 	}
 	s.knownMu.Unlock()
 	for _, k := range known {
-		if addr, ok := members[k.ID]; ok && addr == k.RaftAddr {
+		if addr, ok := members[k.ID]; ok && addr == k.RaftAddr && k.ID != s.nodeID {
+			// Only a first record: after that, only the member changes it.
+			if _, cur, err := s.State().Server(memdb.NewWatchSet(), k.ID); err != nil || cur != nil {
+				continue
+			}
 			if err := s.registerServer(k); err != nil {
 				s.logger.Debug("failed to record a member", "id", k.ID, "error", err)
 			}

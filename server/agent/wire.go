@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/client"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server/acl"
@@ -66,10 +67,11 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 	}
 	base := client.Config{
 		Servers:    []string{"http://" + a.HTTPAddr()},
+		HTTPClient: a.InProcessHTTPClient(),
 		Token:      a.Config.ACLInitialManagementToken,
 		NodeName:   name,
 		Datacenter: a.Config.Datacenter,
-		Resources:  state.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
+		Resources:  api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
 		Logger:     deps.Logger.Named("client"),
 		Now:        deps.Now,
 	}
