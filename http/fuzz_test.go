@@ -225,4 +225,3 @@ func FuzzClientProtocolBody(f *testing.F) {
 		expect4xx(t, "PUT "+path+" "+body, status, resp)
 	})
 }
-
