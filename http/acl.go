@@ -77,7 +77,8 @@ func (h *Handler) ensureACLService() {
 	if !ok {
 		panic("http: Services.ACL is nil and the backend cannot apply log entries")
 	}
-	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: applier, Now: time.Now, Logger: h.logger}, h.backend.Datacenter())
+	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: applier, Now: time.Now, Logger: h.logger}, h.backend.Datacenter(),
+		acl.AllowHTTPKeyURLs(h.backend.IsDev()))
 }
 
 // Permissions, named as in the deny texts.

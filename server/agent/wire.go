@@ -26,7 +26,8 @@ func serviceScheduler(logger hclog.Logger, snap *state.Store, planner evals.Plan
 
 // wire builds the domain services and registers the leader routines.
 func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
-	aclSvc := acl.NewService(deps, a.Config.Datacenter)
+	// Plain http key URLs only in -dev (README, Security).
+	aclSvc := acl.NewService(deps, a.Config.Datacenter, acl.AllowHTTPKeyURLs(a.Config.Dev))
 	a.AddLeaderRoutine("acl-token-reaper", func(ctx context.Context) {
 		aclSvc.RunTokenReaper(ctx, a.Config.TokenReapInterval)
 	})
