@@ -264,4 +264,21 @@ func mustCode(t *testing.T, want int, args ...string) string {
 	return out
 }
 
-var _ = http.MethodGet
+// mustCodeRetry is mustCode that tries again while the cluster has no
+// leader (an election under load on a small machine): writes need one.
+func mustCodeRetry(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		code, out, errOut := ctl(args...)
+		if code == want {
+			return out
+		}
+		transient := strings.Contains(errOut, "No cluster leader") || strings.Contains(errOut, "connection refused") ||
+			strings.Contains(errOut, fmt.Sprint(http.StatusServiceUnavailable))
+		if !transient || time.Now().After(deadline) {
+			t.Fatalf("ctlplane %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

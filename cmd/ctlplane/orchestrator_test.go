@@ -253,7 +253,7 @@ func TestClientAgentSurvivesLeaderKill(t *testing.T) {
 	}
 	waitNodes(t, ac, 1)
 	token := "-token=" + testManagementToken
-	mustCode(t, 0, "job", "run", "-address="+leader.url, token, jobSpec{id: "svc", count: 2, script: sleepScript}.write(t, pids))
+	mustCodeRetry(t, 0, "job", "run", "-address="+leader.url, token, jobSpec{id: "svc", count: 2, script: sleepScript}.write(t, pids))
 	mains := waitPids(t, pids, ".pid", 2)
 
 	leader.kill(t)
@@ -286,7 +286,7 @@ func TestClientAgentSurvivesLeaderKill(t *testing.T) {
 		return err == nil && n.Status == api.NodeStatusReady
 	})
 	requireAlive(t, mains)
-	mustCode(t, 0, "job", "stop", "-address="+next.url, token, "svc")
+	mustCodeRetry(t, 0, "job", "stop", "-address="+next.url, token, "svc")
 	waitAllDead(t, mains)
 }
 
