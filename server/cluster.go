@@ -207,6 +207,11 @@ func (s *Server) joinCluster(hasState bool) {
 	if !hasState && len(s.config.Join) > 0 {
 		s.discover()
 	}
+	select {
+	case <-s.failed:
+		return // the agent stops (see fail)
+	default:
+	}
 	s.keepRegistered()
 }
 

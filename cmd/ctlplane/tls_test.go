@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ctlplane/ctlplane/server/servertest"
 )
 
 // runIn runs `ctlplane args...` as a subprocess in dir and returns its exit
@@ -52,7 +54,7 @@ var (
 func tlsAgentArgs(t *testing.T) []string {
 	t.Helper()
 	tlsDirOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ctlplane-cli-certs-")
+		dir, err := servertest.ProcessTempDir("ctlplane-clitest-certs-pid")
 		if err != nil {
 			tlsDirErr = err.Error()
 			return
