@@ -1,8 +1,10 @@
 package client
 
 import (
-	"github.com/ctlplane/ctlplane/api"
+	"syscall"
 	"time"
+
+	"github.com/ctlplane/ctlplane/api"
 )
 
 // Nomad's update-strategy defaults.
@@ -22,6 +24,8 @@ type allocRunner struct {
 	status      string
 	description string
 	stopping    bool
+	// lost: a task's process died while the client was down.
+	lost bool
 
 	// Health: reported once, for allocations of a deployment.
 	watchHealth    bool
@@ -158,6 +162,9 @@ func (ar *allocRunner) destroy() {
 	ar.stopHealth()
 	for _, tr := range ar.tasks {
 		tr.disarm()
+		if tr.proc != nil && ar.c.cfg.KillTasksOnShutdown {
+			_ = tr.proc.signal(syscall.SIGKILL)
+		}
 	}
 }
 
@@ -183,6 +190,8 @@ func (ar *allocRunner) changed() {
 	}
 	status, desc := api.AllocClientStatusPending, "No tasks have started"
 	switch {
+	case ar.lost:
+		status, desc = api.AllocClientStatusLost, "a task's process ended while the client was down"
 	case failed:
 		status, desc = api.AllocClientStatusFailed, "Failed tasks"
 	case running:

@@ -2,10 +2,10 @@ package client_test
 
 import (
 	"context"
-	"github.com/ctlplane/ctlplane/api"
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/client"
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/state"

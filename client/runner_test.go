@@ -1,10 +1,10 @@
 package client_test
 
 import (
-	"github.com/ctlplane/ctlplane/api"
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/state"
 )
 

@@ -2,8 +2,10 @@ package client
 
 import (
 	"fmt"
-	"github.com/ctlplane/ctlplane/api"
+	"syscall"
 	"time"
+
+	"github.com/ctlplane/ctlplane/api"
 )
 
 // maxTaskEvents is how many recent events a task state keeps (Nomad's 10).
@@ -39,9 +41,12 @@ type taskRunner struct {
 	ar     *allocRunner
 	task   *api.Task
 	cfg    mockConfig
+	raw    rawExecConfig
 	cfgErr error
-	st     *api.TaskState
-	phase  taskPhase
+	// proc is the running process of a raw_exec task.
+	proc  *rawProc
+	st    *api.TaskState
+	phase taskPhase
 
 	timer Timer
 	gen   uint64 // the current timer's generation; older callbacks are stale
@@ -54,7 +59,14 @@ type taskRunner struct {
 
 func newTaskRunner(ar *allocRunner, task *api.Task) *taskRunner {
 	tr := &taskRunner{ar: ar, task: task, st: &api.TaskState{State: api.TaskStatePending}}
-	tr.cfg, tr.cfgErr = parseMockConfig(task.Config)
+	if task.Driver == RawExecDriver {
+		tr.raw, tr.cfgErr = parseRawExecConfig(task.Config)
+		if tr.cfgErr == nil {
+			_, tr.cfgErr = killSignal(task.KillSignal)
+		}
+	} else {
+		tr.cfg, tr.cfgErr = parseMockConfig(task.Config)
+	}
 	return tr
 }
 
@@ -116,7 +128,7 @@ func (tr *taskRunner) start() {
 		return
 	}
 	tr.event(&api.TaskEvent{Type: api.TaskReceived, DisplayMessage: "Task received by client"}, "")
-	if tr.task.Driver != MockDriver && tr.task.Driver != MockDriverAlias {
+	if !tr.ar.c.hasDriver(tr.task.Driver) {
 		msg := fmt.Sprintf("driver %q is not available on this node", tr.task.Driver)
 		tr.fail(&api.TaskEvent{Type: api.TaskDriverFailure, DriverError: msg, DisplayMessage: msg, FailsTask: true})
 		return
@@ -132,6 +144,10 @@ func (tr *taskRunner) start() {
 
 // launch starts the task, after start_block_for.
 func (tr *taskRunner) launch() {
+	if tr.task.Driver == RawExecDriver {
+		tr.launchRaw()
+		return
+	}
 	if tr.cfg.startBlockFor > 0 && tr.phase != phaseStarting {
 		tr.phase = phaseStarting
 		tr.arm(tr.cfg.startBlockFor, tr.launch)
@@ -153,6 +169,61 @@ func (tr *taskRunner) launch() {
 	if tr.cfg.hasRunFor {
 		tr.arm(tr.cfg.runFor, tr.runEnded)
 	}
+}
+
+// launchRaw starts a raw_exec task's process; a failed start goes
+// through the restart policy, as Nomad's driver failures do.
+func (tr *taskRunner) launchRaw() {
+	p, err := tr.ar.c.startRawExec(tr.ar.alloc, tr.task, tr.raw)
+	if err != nil {
+		msg := err.Error()
+		tr.event(&api.TaskEvent{Type: api.TaskDriverFailure, DriverError: msg, DisplayMessage: msg}, "")
+		tr.exited(false)
+		return
+	}
+	tr.attach(p)
+	tr.event(&api.TaskEvent{Type: api.TaskStarted, DisplayMessage: "Task started by client"}, api.TaskStateRunning)
+}
+
+// attach follows a running process until it ends.
+func (tr *taskRunner) attach(p *rawProc) {
+	tr.proc = p
+	tr.phase = phaseRunning
+	c := tr.ar.c
+	c.procs.Add(1)
+	go func() {
+		defer c.procs.Done()
+		res := p.wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if tr.proc != p || c.closed {
+			return
+		}
+		tr.proc = nil
+		tr.procExited(res)
+		tr.ar.changed()
+	}()
+}
+
+// procExited: the task's process ended, by itself or killed.
+func (tr *taskRunner) procExited(res exitResult) {
+	if tr.phase == phaseKilling {
+		tr.disarm()
+		tr.killed()
+		return
+	}
+	e := &api.TaskEvent{Type: api.TaskTerminated, ExitCode: res.code, Signal: res.signal}
+	switch {
+	case !res.known:
+		e.Message = "the process was re-attached after a client restart: its exit status is unknown"
+		e.DisplayMessage = "Exit Code: unknown"
+	case res.signal != 0:
+		e.DisplayMessage = fmt.Sprintf("Exit Code: %d, Signal: %d", res.code, res.signal)
+	default:
+		e.DisplayMessage = fmt.Sprintf("Exit Code: %d", res.code)
+	}
+	tr.event(e, "")
+	tr.exited(res.known && res.code == 0)
 }
 
 // runEnded: run_for is over; the task exits with exit_code.
@@ -229,6 +300,16 @@ func (tr *taskRunner) kill(reason string) {
 	tr.phase = phaseKilling
 	tr.event(&api.TaskEvent{Type: api.TaskKilling, KillReason: reason, KillTimeout: timeout,
 		DisplayMessage: fmt.Sprintf("Sent interrupt. Waiting %v before force killing", timeout)}, "")
+	if p := tr.proc; p != nil {
+		// KillSignal to the group, then SIGKILL after KillTimeout; the
+		// process's end (see attach) completes the kill.
+		sig, _ := killSignal(tr.task.KillSignal)
+		if err := p.signal(sig); err != nil {
+			tr.ar.c.logger.Warn("failed to signal a task", "task", tr.task.Name, "pid", p.pid, "error", err)
+		}
+		tr.arm(timeout, func() { _ = p.signal(syscall.SIGKILL) })
+		return
+	}
 	if tr.cfg.killAfter > 0 {
 		tr.arm(tr.cfg.killAfter, tr.killed)
 		return

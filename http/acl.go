@@ -72,7 +72,8 @@ func (h *Handler) ensureACLService() {
 	if h.services.ACL != nil {
 		return
 	}
-	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: h.backend, Now: time.Now, Logger: h.logger}, h.backend.Datacenter())
+	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: h.backend, Now: time.Now, Logger: h.logger}, h.backend.Datacenter(),
+		acl.AllowHTTPKeyURLs(h.backend.IsDev()))
 }
 
 // Permissions, named as in the deny texts.

@@ -98,6 +98,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerDeployments()
 	h.registerNodes()
 	h.registerJobs()
+	h.registerClientFS()
 	return h
 }
 

@@ -17,6 +17,9 @@ import (
 )
 
 func runAgent(args []string, stdout, stderr io.Writer) int {
+	if isClientAgent(args) {
+		return runClientAgent(args, stdout, stderr)
+	}
 	cfg := server.DefaultConfig()
 	flags := flag.NewFlagSet("agent", flag.ContinueOnError)
 	flags.SetOutput(stderr)

@@ -37,6 +37,12 @@ func (s *Service) WriteBindingRule(id string, req BindingRuleRequest) (*state.Bi
 	if !update && req.AuthMethod == "" {
 		return nil, invalid("Invalid Binding Rule: no AuthMethod is set")
 	}
+	if err := checkLen("Invalid Binding Rule", "AuthMethod", req.AuthMethod, MaxNameLength); err != nil {
+		return nil, err
+	}
+	if err := checkLen("Invalid Binding Rule", "Description", req.Description, MaxDescriptionLength); err != nil {
+		return nil, err
+	}
 	if err := bindrule.ValidateFields(req.Selector, req.BindType, req.BindName); err != nil {
 		return nil, invalid("%s", err.Error())
 	}
@@ -151,6 +157,15 @@ func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.AC
 	if req.Name == "" {
 		return nil, invalid("Invalid Auth Method: no Name is set")
 	}
+	if err := checkNameAndDescription("Invalid Auth Method", req.Name, req.Description); err != nil {
+		return nil, err
+	}
+	if err := checkLen("Invalid Auth Method", "DisplayName", req.DisplayName, MaxDisplayNameLength); err != nil {
+		return nil, err
+	}
+	if err := checkAuthMethodConfig(req.Config); err != nil {
+		return nil, err
+	}
 	if !aclNameRE.MatchString(req.Name) {
 		return nil, invalid("Invalid Auth Method: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")
 	}
@@ -183,8 +198,14 @@ func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.AC
 	default:
 		return nil, invalid("Invalid Auth Method: TokenLocality should be one of 'local' or 'global'")
 	}
-	if _, err := authmethod.ParseConfig(req.Config); err != nil {
+	cfg, err := authmethod.ParseConfig(req.Config)
+	if err != nil {
 		return nil, invalid("Invalid Auth Method: %v", err)
+	}
+	if !s.allowHTTPKeyURLs {
+		if err := cfg.RequireHTTPS(); err != nil {
+			return nil, invalid("Invalid Auth Method: %v", err)
+		}
 	}
 	set := fsm.ACLAuthMethodSetRequest{
 		Method: state.ACLAuthMethod{

@@ -27,6 +27,12 @@ func (s *Service) WritePolicy(id string, req PolicyRequest) (*state.ACLPolicy, e
 	if req.Name == "" {
 		return nil, invalid("Invalid Policy: no Name is set")
 	}
+	if err := checkNameAndDescription("Invalid Policy", req.Name, req.Description); err != nil {
+		return nil, err
+	}
+	if err := checkPolicyRules(req.Rules); err != nil {
+		return nil, err
+	}
 	if !aclNameRE.MatchString(req.Name) {
 		return nil, invalid("Invalid Policy: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")
 	}
@@ -114,6 +120,9 @@ func (s *Service) WriteRole(id string, req RoleRequest) (*state.ACLRole, error) 
 	}
 	if req.Name == "" {
 		return nil, invalid("Invalid Role: no Name is set")
+	}
+	if err := checkNameAndDescription("Invalid Role", req.Name, req.Description); err != nil {
+		return nil, err
 	}
 	if !aclNameRE.MatchString(req.Name) {
 		return nil, invalid("Invalid Role: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")

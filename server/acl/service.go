@@ -24,12 +24,21 @@ type Service struct {
 	datacenter string
 	resolver   Resolver
 	validators validatorCache
+	// allowHTTPKeyURLs: auth methods may fetch keys over plain http.
+	allowHTTPKeyURLs bool
 	// newID makes new object IDs (tests make it collide).
 	newID func() string
 }
 
+// Option changes a Service.
+type Option func(*Service)
+
+// AllowHTTPKeyURLs lets auth methods name, and fetch keys from, plain http
+// JWKSURL and OIDCDiscoveryURL; only a -dev agent should (README, Security).
+func AllowHTTPKeyURLs(allow bool) Option { return func(s *Service) { s.allowHTTPKeyURLs = allow } }
+
 // NewService returns the ACL service of an agent in datacenter.
-func NewService(deps svc.Deps, datacenter string) *Service {
+func NewService(deps svc.Deps, datacenter string, opts ...Option) *Service {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
@@ -37,6 +46,9 @@ func NewService(deps svc.Deps, datacenter string) *Service {
 		deps.Logger = hclog.NewNullLogger()
 	}
 	s := &Service{deps: deps, datacenter: datacenter, newID: uuid.NewString}
+	for _, o := range opts {
+		o(s)
+	}
 	s.resolver.Now = deps.Now
 	s.resolver.Datacenter = datacenter
 	return s

@@ -114,6 +114,9 @@ func (s *Service) UpdateToken(accessor string, req TokenRequest) (*state.ACLToke
 
 func (s *Service) writeToken(accessor string, req TokenRequest) (*state.ACLToken, error) {
 	update := accessor != ""
+	if err := checkLen("Invalid Token", "Description", req.Description, MaxDescriptionLength); err != nil {
+		return nil, err
+	}
 	st := s.deps.State()
 	tok := state.ACLToken{
 		AccessorID:        req.AccessorID,

@@ -7,6 +7,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -27,6 +28,8 @@ type Agent struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// devDataDir is the dev client's temporary data directory.
+	devDataDir string
 }
 
 // New starts the server and its services and serves the HTTP API.
@@ -67,5 +70,8 @@ func (a *Agent) Shutdown() error {
 		a.cancel()
 	}
 	a.wg.Wait()
+	if a.devDataDir != "" {
+		_ = os.RemoveAll(a.devDataDir)
+	}
 	return a.Server.Shutdown()
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
@@ -25,7 +26,8 @@ func serviceScheduler(logger hclog.Logger, snap *state.Store, planner evals.Plan
 
 // wire builds the domain services and registers the leader routines.
 func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
-	aclSvc := acl.NewService(deps, a.Config.Datacenter)
+	// Plain http key URLs only in -dev (README, Security).
+	aclSvc := acl.NewService(deps, a.Config.Datacenter, acl.AllowHTTPKeyURLs(a.Config.Dev))
 	a.AddLeaderRoutine("acl-token-reaper", func(ctx context.Context) {
 		aclSvc.RunTokenReaper(ctx, a.Config.TokenReapInterval)
 	})
@@ -75,6 +77,14 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 		Now:        deps.Now,
 	}
 	if n == 1 {
+		// The dev client runs real processes too (raw_exec), in a
+		// temporary data directory removed at shutdown; its tasks die with it.
+		dir, err := os.MkdirTemp("", "ctlplane-dev-client-")
+		if err != nil {
+			return err
+		}
+		a.devDataDir = dir
+		base.DataDir, base.RawExec, base.KillTasksOnShutdown, base.HTTPAddr = dir, true, true, "127.0.0.1:0"
 		c, err := client.New(base)
 		if err != nil {
 			return err
