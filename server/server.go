@@ -30,7 +30,6 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
-
 // ErrNoLeader is returned when there is no leader to serve a request.
 var ErrNoLeader error = state.NewError(state.ErrUnavailable, "No cluster leader")
 

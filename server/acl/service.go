@@ -93,4 +93,3 @@ func hasCode(err error, code state.ErrorCode) bool {
 	var se *state.Error
 	return errors.As(err, &se) && se.Code == code
 }
-
