@@ -109,9 +109,7 @@ type Server struct {
 
 // New opens the stores and starts Raft. It does not serve HTTP yet: Serve does.
 func New(cfg *Config) (*Server, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
+	cfg.SetDefaults()
 	if !cfg.Dev && cfg.DataDir == "" {
 		return nil, errors.New("a data directory is required: set -data-dir, or use -dev")
 	}
@@ -123,24 +121,6 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if cfg.BootstrapExpect > 1 && len(cfg.Join) == 0 {
 		return nil, fmt.Errorf("-bootstrap-expect=%d needs -join addresses of the other servers", cfg.BootstrapExpect)
-	}
-	if cfg.RaftTimeout <= 0 {
-		cfg.RaftTimeout = time.Second
-	}
-	if cfg.TokenReapInterval <= 0 {
-		cfg.TokenReapInterval = 30 * time.Second
-	}
-	if cfg.Datacenter == "" {
-		cfg.Datacenter = "dc1"
-	}
-	if cfg.JoinToken == "" {
-		cfg.JoinToken = cfg.ACLInitialManagementToken
-	}
-	if cfg.DeadNonvoterTimeout <= 0 {
-		cfg.DeadNonvoterTimeout = 5 * time.Minute
-	}
-	if cfg.HTTPBodyReadTimeout <= 0 {
-		cfg.HTTPBodyReadTimeout = DefaultHTTPBodyReadTimeout
 	}
 	var bundle *tlsutil.Bundle
 	if cfg.TLS.Enabled() {
