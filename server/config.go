@@ -2,6 +2,7 @@ package server
 
 import (
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/tlsutil"
@@ -104,5 +105,57 @@ func DefaultConfig() *Config {
 
 		HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
 		HTTPBodyReadTimeout:   DefaultHTTPBodyReadTimeout,
+		DevNodes:              -1,
+	}
+}
+
+// SetDefaults fills what was left unset, in this one place: New calls it,
+// so the binary, the composition root and the tests get the same defaults.
+// Dev agents get theirs (a free Raft port, fast elections, one client node).
+func (c *Config) SetDefaults() {
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.BindAddr == "" {
+		c.BindAddr = "127.0.0.1:8300"
+		if c.Dev {
+			c.BindAddr = "127.0.0.1:0"
+		}
+	}
+	if c.RaftTimeout <= 0 {
+		c.RaftTimeout = time.Second
+		if c.Dev {
+			c.RaftTimeout = 100 * time.Millisecond
+		}
+	}
+	if c.DevNodes < 0 {
+		c.DevNodes = 0
+		if c.Dev {
+			c.DevNodes = 1
+		}
+	}
+	if c.TokenReapInterval <= 0 {
+		c.TokenReapInterval = 30 * time.Second
+	}
+	if c.Datacenter == "" {
+		c.Datacenter = "dc1"
+	}
+	if c.JoinToken == "" {
+		c.JoinToken = c.ACLInitialManagementToken
+	}
+	if c.DeadNonvoterTimeout <= 0 {
+		c.DeadNonvoterTimeout = 5 * time.Minute
+	}
+	if c.HTTPBodyReadTimeout <= 0 {
+		c.HTTPBodyReadTimeout = DefaultHTTPBodyReadTimeout
+	}
+	if c.HeartbeatTTL <= 0 {
+		c.HeartbeatTTL = 10 * time.Second
+	}
+	if c.SchedulerWorkers <= 0 {
+		c.SchedulerWorkers = runtime.NumCPU()
 	}
 }

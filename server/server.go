@@ -18,7 +18,6 @@ import (
 	"time"
 
 	metrics "github.com/armon/go-metrics"
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -30,7 +29,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
-
 
 // ErrNoLeader is returned when there is no leader to serve a request.
 var ErrNoLeader error = state.NewError(state.ErrUnavailable, "No cluster leader")
@@ -111,9 +109,7 @@ type Server struct {
 
 // New opens the stores and starts Raft. It does not serve HTTP yet: Serve does.
 func New(cfg *Config) (*Server, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
+	cfg.SetDefaults()
 	if !cfg.Dev && cfg.DataDir == "" {
 		return nil, errors.New("a data directory is required: set -data-dir, or use -dev")
 	}
@@ -125,24 +121,6 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if cfg.BootstrapExpect > 1 && len(cfg.Join) == 0 {
 		return nil, fmt.Errorf("-bootstrap-expect=%d needs -join addresses of the other servers", cfg.BootstrapExpect)
-	}
-	if cfg.RaftTimeout <= 0 {
-		cfg.RaftTimeout = time.Second
-	}
-	if cfg.TokenReapInterval <= 0 {
-		cfg.TokenReapInterval = 30 * time.Second
-	}
-	if cfg.Datacenter == "" {
-		cfg.Datacenter = "dc1"
-	}
-	if cfg.JoinToken == "" {
-		cfg.JoinToken = cfg.ACLInitialManagementToken
-	}
-	if cfg.DeadNonvoterTimeout <= 0 {
-		cfg.DeadNonvoterTimeout = 5 * time.Minute
-	}
-	if cfg.HTTPBodyReadTimeout <= 0 {
-		cfg.HTTPBodyReadTimeout = DefaultHTTPBodyReadTimeout
 	}
 	var bundle *tlsutil.Bundle
 	if cfg.TLS.Enabled() {
@@ -457,16 +435,6 @@ func (s *Server) closeStores() {
 
 // State is the current state store.
 func (s *Server) State() *state.Store { return s.fsm.State() }
-
-// Apply commits one request through Raft and returns what the FSM returned
-// for it: the applied object, or the state store's rejection as an error.
-func (s *Server) Apply(t fsm.MessageType, req any) (any, error) {
-	buf, err := fsm.Encode(t, req)
-	if err != nil {
-		return nil, err
-	}
-	return s.ApplyEntry(buf)
-}
 
 // ApplyEntry commits one encoded log entry (see fsm.Apply for the typed
 // form) and returns what the FSM returned for it.

@@ -8,16 +8,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
-	"time"
 
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/server/telemetry"
-	"github.com/hashicorp/go-hclog"
 )
 
 // Agent is a running server with its services.
@@ -34,15 +31,7 @@ type Agent struct {
 
 // New starts the server and its services and serves the HTTP API.
 func New(cfg *server.Config) (*Agent, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.SchedulerWorkers <= 0 {
-		cfg.SchedulerWorkers = runtime.NumCPU()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
+	cfg.SetDefaults()
 	telemetry.Init()
 	srv, err := server.New(cfg)
 	if err != nil {
