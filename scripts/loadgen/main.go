@@ -40,6 +40,9 @@ type config struct {
 	fsyncCount  int
 	fsyncDir    string
 	agentArgs   []string
+	rounds      int
+	etcd        int
+	etcdAddrs   []string
 }
 
 func main() {
@@ -65,11 +68,17 @@ func run() error {
 	flag.IntVar(&cfg.fsyncCount, "fsync-count", 1000, "fsync: 4 KiB write+fsync operations")
 	agentArgs := flag.String("agent-args", "", "with -spawn: extra agent flags, space-separated (e.g. -acl-enabled=false)")
 	flag.StringVar(&cfg.fsyncDir, "fsync-dir", os.TempDir(), "fsync: directory to measure (with -spawn: the node's data directory)")
+	flag.IntVar(&cfg.rounds, "rounds", 1, "create: repeat every level this many times (interleaved with etcd's)")
+	flag.IntVar(&cfg.etcd, "etcd", 0, "create: start an etcd of this many members ("+benchutil.EtcdBin+", package etcd-server) and measure its puts right after each ctlplane level (0: none)")
+	etcdAddrs := flag.String("etcd-endpoints", "", "create: compare with the running etcd at these client addresses (host:port, the leader first) instead of starting one")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", flag.Args())
 	}
 	cfg.agentArgs = strings.Fields(*agentArgs)
+	if *etcdAddrs != "" {
+		cfg.etcdAddrs = strings.Split(*etcdAddrs, ",")
+	}
 	cfg.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -118,6 +127,13 @@ func run() error {
 	fmt.Printf("# started:    %s\n\n", time.Now().Format(time.RFC3339))
 
 	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256)}
+	if cfg.scenarios["create"] && (cfg.etcd > 0 || len(cfg.etcdAddrs) > 0) {
+		if b.etcd, err = startEtcdRef(ctx, cfg.etcd, cfg.etcdAddrs, slices.Max(cfg.clients)); err != nil {
+			return fmt.Errorf("etcd: %w", err)
+		}
+		defer b.etcd.close()
+		fmt.Printf("# reference:  etcd %s, %d member(s), puts to the leader at %s\n", b.etcd.version, b.etcd.members, b.etcd.endpoint)
+	}
 	b.c.Token = cfg.token
 	if err := b.c.WaitReady(ctx, 30*time.Second, nil); err != nil {
 		return err

@@ -19,6 +19,7 @@ type row struct {
 	rate     float64            // ops/s; 0: not applicable
 	lat      *benchutil.Summary // nil: not applicable
 	errors   int
+	round    int // create and etcd: which round
 }
 
 func (b *bench) print(w io.Writer) {
@@ -41,6 +42,7 @@ func (b *bench) print(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
 	tw.Flush()
+	b.printSideBySide(w)
 	if len(b.notes) > 0 {
 		fmt.Fprintln(w, "\nfailures seen (count  scenario: message):")
 		keys := make([]string, 0, len(b.notes))
@@ -52,4 +54,42 @@ func (b *bench) print(w io.Writer) {
 			fmt.Fprintf(w, "  %6d  %s\n", b.notes[k], k)
 		}
 	}
+}
+
+// printSideBySide prints ctlplane's creates next to etcd's puts measured
+// right after them, level by level and round by round.
+func (b *bench) printSideBySide(w io.Writer) {
+	if b.etcd == nil {
+		return
+	}
+	type key struct{ round, clients int }
+	etcd := map[key]row{}
+	for _, r := range b.rows {
+		if r.scenario == "etcd" {
+			etcd[key{r.round, r.clients}] = r
+		}
+	}
+	fmt.Fprintf(w, "\nside by side (same run; each etcd level right after ctlplane's; etcd %s, %d member(s)):\n", b.etcd.version, b.etcd.members)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUND\tCLIENTS\tCTLPLANE CREATES/S\tP50\tP99\tETCD PUTS/S\tP50\tP99\tCTLPLANE/ETCD\t")
+	lat := func(s *benchutil.Summary) (string, string) {
+		if s == nil {
+			return "-", "-"
+		}
+		return benchutil.MS(s.P50), benchutil.MS(s.P99)
+	}
+	for _, r := range b.rows {
+		e, ok := etcd[key{r.round, r.clients}]
+		if r.scenario != "create" || !ok {
+			continue
+		}
+		p50, p99 := lat(r.lat)
+		ep50, ep99 := lat(e.lat)
+		ratio := "-"
+		if e.rate > 0 {
+			ratio = fmt.Sprintf("%.2f", r.rate/e.rate)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.round, r.clients, r.rate, p50, p99, e.rate, ep50, ep99, ratio)
+	}
+	tw.Flush()
 }
