@@ -28,7 +28,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // Config is one agent's configuration.
@@ -83,6 +82,12 @@ type Config struct {
 	// EnableDebug serves Go's profiler under /debug/pprof/ (management
 	// token required when ACLs are on).
 	EnableDebug bool
+
+	// RaftLogStore is the persistent Raft log store: LogStoreBoltDB (the
+	// default) or LogStoreWAL.
+	RaftLogStore string
+	// RaftBolt tunes the boltdb log store.
+	RaftBolt BoltOptions
 
 	// SnapshotThreshold is how many log entries trigger a snapshot.
 	SnapshotThreshold uint64
@@ -162,7 +167,8 @@ type Server struct {
 	// TLS when tls is set.
 	transport raft.Transport
 	tls       *tlsutil.Bundle
-	boltStore *raftboltdb.BoltStore // nil in dev mode
+	// logStoreCloser closes the Raft log store (nil in dev mode).
+	logStoreCloser io.Closer
 	snapshots raft.SnapshotStore
 
 	// leaderReady is true once this node is leader and has applied every
@@ -332,15 +338,9 @@ func (s *Server) setupRaft() error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("failed to create %s: %w", dir, err)
 		}
-		s.boltStore, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
-		if err != nil {
-			return fmt.Errorf("failed to open Raft store %s: %w", filepath.Join(dir, "raft.db"), err)
-		}
-		cache, err := raft.NewLogCache(512, s.boltStore)
-		if err != nil {
+		if logs, stable, err = s.openLogStore(dir); err != nil {
 			return err
 		}
-		logs, stable = cache, s.boltStore
 		snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.logger.Named("snapshot"))
 		if err != nil {
 			return fmt.Errorf("failed to open snapshot store in %s: %w", dir, err)
@@ -575,10 +575,8 @@ func (s *Server) closeStores() {
 	if c, ok := s.transport.(io.Closer); ok {
 		c.Close()
 	}
-	if s.boltStore != nil {
-		if err := s.boltStore.Close(); err != nil {
-			s.logger.Error("failed to close Raft store", "error", err)
-		}
+	if err := s.closeLogStore(); err != nil {
+		s.logger.Error("failed to close Raft store", "error", err)
 	}
 }
 
