@@ -169,7 +169,7 @@ type Server struct {
 	tls       *tlsutil.Bundle
 	// logStoreCloser closes the Raft log store (nil in dev mode).
 	logStoreCloser io.Closer
-	snapshots raft.SnapshotStore
+	snapshots      raft.SnapshotStore
 
 	// leaderReady is true once this node is leader and has applied every
 	// entry committed before its term (a barrier): only then may it answer
