@@ -17,18 +17,12 @@ type agent struct {
 	token string // the initial management token
 }
 
-// spawnAgent builds ctlplane once and starts a persistent single node on
+// spawnAgent starts the ctlplane binary bin as a persistent single node on
 // free ports in a new temporary directory, with ACLs on (the default) and a
 // management token for the load.
-func spawnAgent(ctx context.Context, extraArgs []string) (*agent, error) {
+func spawnAgent(ctx context.Context, bin string, extraArgs []string) (*agent, error) {
 	dir, err := os.MkdirTemp("", "ctlplane-loadgen-")
 	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintln(os.Stderr, "loadgen: building ctlplane")
-	bin, err := benchutil.Build(ctx, dir, os.Stderr)
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	httpAddr, err := benchutil.FreeAddr()

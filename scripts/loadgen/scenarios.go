@@ -27,6 +27,14 @@ type bench struct {
 	notes map[string]int // failure messages, "scenario: message" -> count
 	ids   []string       // rules created by the create scenario
 	etcd  *etcdRef       // nil: no etcd comparison
+	// systems are the servers create measures, the target first.
+	systems []system
+}
+
+// system is one server the create scenario measures.
+type system struct {
+	name string
+	c    *benchutil.Client
 }
 
 func (b *bench) add(r row) { b.rows = append(b.rows, r) }
@@ -46,9 +54,13 @@ func ruleBody(authMethod, description string) []byte {
 }
 
 func (b *bench) createRule(ctx context.Context, authMethod string) (string, benchutil.Response) {
+	return b.createRuleOn(ctx, b.c, authMethod)
+}
+
+func (b *bench) createRuleOn(ctx context.Context, c *benchutil.Client, authMethod string) (string, benchutil.Response) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	r := b.c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
+	r := c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
 	if r.Failure() != "" {
 		return "", r
 	}
@@ -146,26 +158,29 @@ func (b *bench) fsync(ctx context.Context) error {
 func (b *bench) create(ctx context.Context) error {
 	for round := 1; round <= b.cfg.rounds; round++ {
 		for _, n := range b.cfg.clients {
-			lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
-				id, r := b.createRule(ctx, "bench")
-				if id != "" {
-					b.mu.Lock()
-					b.ids = append(b.ids, id)
-					b.mu.Unlock()
+			for _, sys := range b.systems {
+				lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
+					id, r := b.createRuleOn(ctx, sys.c, "bench")
+					if id != "" && sys.c == b.c {
+						b.mu.Lock()
+						b.ids = append(b.ids, id)
+						b.mu.Unlock()
+					}
+					return r
+				})
+				b.add(row{scenario: "create", what: "PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
+					rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round, system: sys.name})
+				if ctx.Err() != nil {
+					return ctx.Err()
 				}
-				return r
-			})
-			b.add(row{scenario: "create", what: "PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
-				rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round})
-			if ctx.Err() != nil {
-				return ctx.Err()
 			}
 			if b.etcd == nil {
 				continue
 			}
-			lats, errs, elapsed = b.load(ctx, "etcd", n, b.cfg.duration, b.etcd.put)
+			lats, errs, elapsed := b.load(ctx, "etcd", n, b.cfg.duration, b.etcd.put)
 			b.add(row{scenario: "etcd", what: fmt.Sprintf("etcd %s put 256 B (%d member)", b.etcd.version, b.etcd.members), clients: n,
-				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round})
+				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round,
+				system: "etcd"})
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
