@@ -137,6 +137,7 @@ func run() error {
 
 	target := cfg.addr
 	var others []system // -variant servers, measured by create only
+	var notes []string
 	if cfg.spawn {
 		dir, err := os.MkdirTemp("", "ctlplane-loadgen-bin-")
 		if err != nil {
@@ -170,7 +171,7 @@ func run() error {
 			c := benchutil.NewClient(va.URL, slices.Max(cfg.clients)+16)
 			c.Token = va.token
 			others = append(others, system{name: v.name, c: c})
-			fmt.Printf("# variant:    %s = %s %s (%s)\n", v.name, v.rev, strings.Join(v.args, " "), va.URL)
+			notes = append(notes, fmt.Sprintf("# variant:    %s: %s %s (%s)", v.name, map[bool]string{true: "revision " + v.rev, false: "this tree"}[v.rev != ""], strings.Join(v.args, " "), va.URL))
 		}
 	}
 
@@ -179,6 +180,9 @@ func run() error {
 	fmt.Printf("# go:         %s %s/%s  GOMAXPROCS=%d  NumCPU=%d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	fmt.Printf("# target:     %s%s\n", target, map[bool]string{true: " (spawned persistent node: raft-boltdb with fsync, ACLs on, management token)"}[cfg.spawn])
 	fmt.Printf("# fd limit:   %d\n", fdLimit)
+	for _, n := range notes {
+		fmt.Println(n)
+	}
 	fmt.Printf("# started:    %s\n\n", time.Now().Format(time.RFC3339))
 
 	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256)}
