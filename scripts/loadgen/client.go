@@ -38,7 +38,7 @@ func spawnAgent(ctx context.Context, bin string, extraArgs []string) (*agent, er
 	token := benchutil.NewToken()
 	ba, err := benchutil.StartAgent(benchutil.AgentConfig{
 		Bin: bin, Name: "bench", DataDir: filepath.Join(dir, "data"), HTTPAddr: httpAddr, RaftAddr: raftAddr,
-		LogPath: filepath.Join(dir, "agent.log"), Args: append([]string{"-bootstrap-expect=1", "-acl-initial-management-token=" + token}, extraArgs...),
+		LogPath: filepath.Join(dir, "agent.log"), Args: append([]string{"-bootstrap-expect=1", "-acl-initial-management-token=" + token, "-http-max-conns-per-client=0"}, extraArgs...),
 	})
 	if err != nil {
 		os.RemoveAll(dir)
