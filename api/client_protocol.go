@@ -34,6 +34,24 @@ type HeartbeatResponse struct {
 	Index        uint64
 }
 
+// AllocClientUpdate is a client's report of one of its allocations.
+type AllocClientUpdate struct {
+	ID                string
+	ClientStatus      string
+	ClientDescription string
+	TaskStates        map[string]*TaskState
+	// DeploymentStatus carries health (Healthy and Timestamp); nil: unchanged.
+	DeploymentStatus *AllocDeploymentStatus
+}
+
+// ClientAlloc is one allocation of GET /v1/client/allocations/:node_id
+// with its task group in the allocation's job version (nil when that
+// version is gone).
+type ClientAlloc struct {
+	Allocation *Allocation
+	TaskGroup  *TaskGroup
+}
+
 // AllocUpdateRequest is the body of PUT /v1/client/allocations.
 type AllocUpdateRequest struct {
 	NodeID string

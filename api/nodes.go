@@ -5,7 +5,41 @@ import (
 	"net/url"
 )
 
-// Nodes lists the client nodes.
+// Node statuses (Nomad's values).
+const (
+	NodeStatusInit  = "initializing"
+	NodeStatusReady = "ready"
+	NodeStatusDown  = "down"
+
+	NodeSchedulingEligible   = "eligible"
+	NodeSchedulingIneligible = "ineligible"
+)
+
+// Node is a client node as the servers know it.
+type Node struct {
+	ID                    string
+	Name                  string
+	Datacenter            string
+	HTTPAddr              string
+	Drivers               map[string]*DriverInfo
+	Resources             Resources
+	Attributes            map[string]string
+	Meta                  map[string]string
+	Status                string
+	StatusDescription     string
+	SchedulingEligibility string
+	StatusUpdatedAt       int64
+	CreateIndex           uint64
+	ModifyIndex           uint64
+}
+
+// DriverInfo is what a node says about one of its drivers.
+type DriverInfo struct {
+	Detected bool
+	Healthy  bool
+}
+
+// Nodes lists the client nodes (Params: prefix).
 func (c *Client) Nodes(ctx context.Context, q *QueryOptions) ([]*Node, *QueryMeta, error) {
 	var out []*Node
 	meta, err := c.query(ctx, "/v1/nodes", q, &out)
@@ -27,21 +61,4 @@ func (c *Client) NodeAllocs(ctx context.Context, id string, q *QueryOptions) ([]
 	var out []*Allocation
 	meta, err := c.query(ctx, "/v1/node/"+url.PathEscape(id)+"/allocations", q, &out)
 	return out, meta, err
-}
-
-// Allocations lists allocations (Params: namespace, prefix).
-func (c *Client) Allocations(ctx context.Context, q *QueryOptions) ([]*Allocation, *QueryMeta, error) {
-	var out []*Allocation
-	meta, err := c.query(ctx, "/v1/allocations", q, &out)
-	return out, meta, err
-}
-
-// Allocation reads one allocation.
-func (c *Client) Allocation(ctx context.Context, id string, q *QueryOptions) (*Allocation, *QueryMeta, error) {
-	var out Allocation
-	meta, err := c.query(ctx, "/v1/allocation/"+url.PathEscape(id), q, &out)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &out, meta, nil
 }

@@ -1,9 +1,10 @@
 package client
 
 import (
+	"syscall"
 	"time"
 
-	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/api"
 )
 
 // Nomad's update-strategy defaults.
@@ -16,29 +17,31 @@ const (
 // health for the deployment. Like taskRunner it lives under the client's lock.
 type allocRunner struct {
 	c     *Client
-	alloc *state.Allocation
-	group *state.TaskGroup
+	alloc *api.Allocation
+	group *api.TaskGroup
 	tasks []*taskRunner
 
 	status      string
 	description string
 	stopping    bool
+	// lost: a task's process died while the client was down.
+	lost bool
 
 	// Health: reported once, for allocations of a deployment.
 	watchHealth    bool
-	healthReported *state.AllocDeploymentStatus
+	healthReported *api.AllocDeploymentStatus
 	minTimer       Timer
 	deadlineTimer  Timer
 	healthGen      uint64
 }
 
-func newAllocRunner(c *Client, a *state.Allocation, tg *state.TaskGroup) *allocRunner {
-	ar := &allocRunner{c: c, alloc: a, group: tg, status: state.AllocClientStatusPending}
+func newAllocRunner(c *Client, a *api.Allocation, tg *api.TaskGroup) *allocRunner {
+	ar := &allocRunner{c: c, alloc: a, group: tg, status: api.AllocClientStatusPending}
 	for _, t := range tg.Tasks {
 		ar.tasks = append(ar.tasks, newTaskRunner(ar, t))
 	}
 	u := tg.Update
-	ar.watchHealth = a.DeploymentID != "" && u != nil && u.HealthCheck != state.UpdateHealthManual
+	ar.watchHealth = a.DeploymentID != "" && u != nil && u.HealthCheck != api.UpdateHealthManual
 	return ar
 }
 
@@ -83,7 +86,7 @@ func (ar *allocRunner) locked(fn func()) func() {
 	}
 }
 
-func (ar *allocRunner) restartPolicy() state.RestartPolicy {
+func (ar *allocRunner) restartPolicy() api.RestartPolicy {
 	if ar.group.RestartPolicy != nil {
 		return *ar.group.RestartPolicy
 	}
@@ -91,14 +94,14 @@ func (ar *allocRunner) restartPolicy() state.RestartPolicy {
 }
 
 // update takes a newer version of the allocation from the servers.
-func (ar *allocRunner) update(a *state.Allocation, tg *state.TaskGroup) {
+func (ar *allocRunner) update(a *api.Allocation, tg *api.TaskGroup) {
 	joined := a.DeploymentID != ar.alloc.DeploymentID
 	ar.alloc = a
 	if tg != nil {
 		ar.group = tg
 	}
 	switch a.DesiredStatus {
-	case state.AllocDesiredStatusStop, state.AllocDesiredStatusEvict:
+	case api.AllocDesiredStatusStop, api.AllocDesiredStatusEvict:
 		ar.stop()
 		return
 	}
@@ -109,7 +112,7 @@ func (ar *allocRunner) update(a *state.Allocation, tg *state.TaskGroup) {
 		ar.stopHealth()
 		ar.healthReported = nil
 		u := ar.group.Update
-		ar.watchHealth = a.DeploymentID != "" && u != nil && u.HealthCheck != state.UpdateHealthManual
+		ar.watchHealth = a.DeploymentID != "" && u != nil && u.HealthCheck != api.UpdateHealthManual
 		ar.startHealthDeadline()
 		ar.changed()
 	}
@@ -137,7 +140,7 @@ func (ar *allocRunner) taskFailed(failed *taskRunner) {
 		if tr == failed || tr.phase == phaseDead {
 			continue
 		}
-		tr.event(&state.TaskEvent{Type: state.TaskSiblingFailed, FailedSibling: failed.task.Name,
+		tr.event(&api.TaskEvent{Type: api.TaskSiblingFailed, FailedSibling: failed.task.Name,
 			DisplayMessage: "Task's sibling \"" + failed.task.Name + "\" failed"}, "")
 		tr.kill("")
 	}
@@ -159,6 +162,9 @@ func (ar *allocRunner) destroy() {
 	ar.stopHealth()
 	for _, tr := range ar.tasks {
 		tr.disarm()
+		if tr.proc != nil && ar.c.cfg.KillTasksOnShutdown {
+			_ = tr.proc.signal(syscall.SIGKILL)
+		}
 	}
 }
 
@@ -169,28 +175,30 @@ func (ar *allocRunner) changed() {
 	allRunning := len(ar.tasks) > 0
 	for _, tr := range ar.tasks {
 		switch {
-		case tr.st.State == state.TaskStateDead && tr.st.Failed:
+		case tr.st.State == api.TaskStateDead && tr.st.Failed:
 			failed = true
-		case tr.st.State == state.TaskStateDead:
+		case tr.st.State == api.TaskStateDead:
 			dead = true
-		case tr.st.State == state.TaskStateRunning:
+		case tr.st.State == api.TaskStateRunning:
 			running = true
 		default:
 			pending = true
 		}
-		if tr.st.State != state.TaskStateRunning {
+		if tr.st.State != api.TaskStateRunning {
 			allRunning = false
 		}
 	}
-	status, desc := state.AllocClientStatusPending, "No tasks have started"
+	status, desc := api.AllocClientStatusPending, "No tasks have started"
 	switch {
+	case ar.lost:
+		status, desc = api.AllocClientStatusLost, "a task's process ended while the client was down"
 	case failed:
-		status, desc = state.AllocClientStatusFailed, "Failed tasks"
+		status, desc = api.AllocClientStatusFailed, "Failed tasks"
 	case running:
-		status, desc = state.AllocClientStatusRunning, "Tasks are running"
+		status, desc = api.AllocClientStatusRunning, "Tasks are running"
 	case pending:
 	case dead:
-		status, desc = state.AllocClientStatusComplete, "All tasks have completed"
+		status, desc = api.AllocClientStatusComplete, "All tasks have completed"
 	}
 	ar.status, ar.description = status, desc
 	ar.checkHealth(failed, allRunning)
@@ -240,7 +248,7 @@ func (ar *allocRunner) reportHealth(healthy bool) {
 		return
 	}
 	h := healthy
-	ar.healthReported = &state.AllocDeploymentStatus{Healthy: &h, Timestamp: ar.c.clock.Now().UTC()}
+	ar.healthReported = &api.AllocDeploymentStatus{Healthy: &h, Timestamp: ar.c.clock.Now().UTC()}
 	ar.stopHealth()
 }
 
@@ -257,12 +265,12 @@ func (ar *allocRunner) stopHealth() {
 }
 
 // report is the allocation's status as the servers should see it.
-func (ar *allocRunner) report() *state.AllocClientUpdate {
-	u := &state.AllocClientUpdate{
+func (ar *allocRunner) report() *api.AllocClientUpdate {
+	u := &api.AllocClientUpdate{
 		ID:                ar.alloc.ID,
 		ClientStatus:      ar.status,
 		ClientDescription: ar.description,
-		TaskStates:        make(map[string]*state.TaskState, len(ar.tasks)),
+		TaskStates:        make(map[string]*api.TaskState, len(ar.tasks)),
 	}
 	for _, tr := range ar.tasks {
 		u.TaskStates[tr.task.Name] = tr.snapshot()

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
-	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 )
@@ -34,7 +33,7 @@ type Config struct {
 	NodeID     string
 	NodeName   string
 	Datacenter string
-	Resources  state.Resources
+	Resources  api.Resources
 	Meta       map[string]string
 	Logger     hclog.Logger
 	// Now is the clock of task events and health (default time.Now).
@@ -49,6 +48,24 @@ type Config struct {
 	// FlushSize reports (default 100) is sent at once.
 	FlushInterval time.Duration
 	FlushSize     int
+
+	// DataDir holds the node's state (node ID, allocations, task pids) and
+	// the allocation directories. Needed by raw_exec; "" keeps everything
+	// in memory (simulated nodes).
+	DataDir string
+	// RawExec enables the raw_exec driver (needs DataDir).
+	RawExec bool
+	// KillTasksOnShutdown kills the tasks' processes when Run ends (dev
+	// agents); otherwise they keep running and a restarted client with the
+	// same DataDir re-attaches to them.
+	KillTasksOnShutdown bool
+	// LogMaxFiles and LogMaxFileSize bound each task stream's log files
+	// (Nomad's defaults: 10 files of 10 MiB).
+	LogMaxFiles    int
+	LogMaxFileSize int64
+	// HTTPAddr, when set, is the address (host:port) the client serves its
+	// own API on (task logs); port 0 picks one. The node registers it.
+	HTTPAddr string
 }
 
 // Client is one node agent.
@@ -58,6 +75,8 @@ type Client struct {
 	clock   Clock
 	servers []*api.Client
 	nodeID  string
+	// httpAddr is the address of the client's own API ("" when none).
+	httpAddr string
 
 	ctx context.Context
 
@@ -69,11 +88,42 @@ type Client struct {
 	hbTimer  *time.Timer
 	runners  map[string]*allocRunner
 	// pending status reports by allocation, sent by flush.
-	pending    map[string]*state.AllocClientUpdate
+	pending    map[string]*api.AllocClientUpdate
 	flushTimer *time.Timer
 	flushing   bool
 	// registered is closed once the first registration succeeded.
 	registered chan struct{}
+	// procs tracks the goroutines that wait for task processes.
+	procs sync.WaitGroup
+	// saved is the state of a previous run, restored by Run.
+	saved *savedState
+	// State saves: saveSeq numbers snapshots; savedSeq is the last written.
+	saveSeq  uint64
+	saveMu   sync.Mutex
+	savedSeq uint64
+}
+
+// hasDriver says whether this node runs tasks of driver.
+func (c *Client) hasDriver(driver string) bool {
+	switch driver {
+	case MockDriver, MockDriverAlias:
+		return true
+	case RawExecDriver:
+		return c.cfg.RawExec
+	}
+	return false
+}
+
+// drivers is what the node registers about its drivers.
+func (c *Client) drivers() map[string]*api.DriverInfo {
+	d := map[string]*api.DriverInfo{
+		MockDriver:      {Detected: true, Healthy: true},
+		MockDriverAlias: {Detected: true, Healthy: true},
+	}
+	if c.cfg.RawExec {
+		d[RawExecDriver] = &api.DriverInfo{Detected: true, Healthy: true}
+	}
+	return d
 }
 
 var (
@@ -102,6 +152,16 @@ func New(cfg Config) (*Client, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("client: at least one server address is needed")
 	}
+	var saved *savedState
+	if cfg.DataDir != "" {
+		var err error
+		if saved, err = loadState(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		if saved != nil && cfg.NodeID == "" {
+			cfg.NodeID = saved.NodeID
+		}
+	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = uuid.NewString()
 	}
@@ -129,14 +189,23 @@ func New(cfg Config) (*Client, error) {
 	if cfg.FlushSize <= 0 {
 		cfg.FlushSize = 100
 	}
+	if cfg.RawExec && cfg.DataDir == "" {
+		return nil, errors.New("client: raw_exec needs a data directory")
+	}
+	if cfg.LogMaxFiles <= 0 {
+		cfg.LogMaxFiles = 10
+	}
+	if cfg.LogMaxFileSize <= 0 {
+		cfg.LogMaxFileSize = 10 << 20
+	}
 	clock := cfg.Clock
 	if clock == nil {
 		clock = realClock{now: cfg.Now}
 	}
 	c := &Client{
 		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID,
-		runners: map[string]*allocRunner{}, pending: map[string]*state.AllocClientUpdate{},
-		registered: make(chan struct{}), ctx: context.Background(),
+		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
+		registered: make(chan struct{}), ctx: context.Background(), saved: saved,
 	}
 	for _, addr := range cfg.Servers {
 		ac, err := api.NewClient(api.Config{Address: addr, Token: cfg.Token, HTTPClient: cfg.HTTPClient})
@@ -159,8 +228,24 @@ func (c *Client) Registered() <-chan struct{} { return c.registered }
 func (c *Client) Run(ctx context.Context) error {
 	c.mu.Lock()
 	c.ctx = ctx
+	if c.saved != nil {
+		c.restoreLocked(c.saved)
+		c.saved = nil
+	}
+	save := c.persistLocked()
 	c.mu.Unlock()
+	save()
 	defer c.shutdown()
+	if c.cfg.HTTPAddr != "" {
+		stop, err := c.serveHTTP()
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if c.cfg.RawExec {
+		go c.rotateLoop(ctx)
+	}
 	if err := c.register(ctx); err != nil {
 		return err
 	}
@@ -196,7 +281,7 @@ func (c *Client) Run(ctx context.Context) error {
 
 func (c *Client) shutdown() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	save := c.persistLocked()
 	c.closed = true
 	if c.hbTimer != nil {
 		c.hbTimer.Stop()
@@ -207,17 +292,34 @@ func (c *Client) shutdown() {
 	for _, ar := range c.runners {
 		ar.destroy()
 	}
+	c.mu.Unlock()
+	if c.cfg.KillTasksOnShutdown {
+		c.procs.Wait()
+		return
+	}
+	// The tasks keep running: a restarted client re-attaches to them.
+	save()
+}
+
+// rotateLoop rotates the tasks' log files until ctx ends.
+func (c *Client) rotateLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.rotateLogs()
+		}
+	}
 }
 
 // register registers the node, retrying until it works or ctx ends, and
 // starts the heartbeats.
 func (c *Client) register(ctx context.Context) error {
-	drivers := map[string]*api.DriverInfo{
-		MockDriver:      {Detected: true, Healthy: true},
-		MockDriverAlias: {Detected: true, Healthy: true},
-	}
 	reg := &api.NodeRegistration{
-		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: drivers,
+		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: c.drivers(), HTTPAddr: c.httpAddr,
 		Resources: c.cfg.Resources, Meta: c.cfg.Meta,
 		Attributes: map[string]string{"driver.mock_driver": "1", "kernel.name": "simulated"},
 	}
@@ -363,12 +465,12 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) {
 		}
 		if a.TerminalStatus() {
 			// Told to stop before it ever ran here: report it ended.
-			c.queueUpdate(&state.AllocClientUpdate{ID: a.ID, ClientStatus: state.AllocClientStatusComplete,
+			c.queueUpdate(&api.AllocClientUpdate{ID: a.ID, ClientStatus: api.AllocClientStatusComplete,
 				ClientDescription: "Allocation stopped before it started", TaskStates: a.TaskStates})
 			continue
 		}
 		if ca.TaskGroup == nil {
-			c.queueUpdate(&state.AllocClientUpdate{ID: a.ID, ClientStatus: state.AllocClientStatusFailed,
+			c.queueUpdate(&api.AllocClientUpdate{ID: a.ID, ClientStatus: api.AllocClientStatusFailed,
 				ClientDescription: fmt.Sprintf("task group %q of job %q version %d not found", a.TaskGroup, a.JobID, a.JobVersion)})
 			continue
 		}
@@ -391,7 +493,7 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) {
 
 // queueUpdate adds a report to the next batch (a newer report of the same
 // allocation replaces an older one). Called with c.mu held.
-func (c *Client) queueUpdate(u *state.AllocClientUpdate) {
+func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 	if c.closed {
 		return
 	}
@@ -421,7 +523,7 @@ func (c *Client) flush() {
 		c.mu.Unlock()
 		return
 	}
-	batch := make([]*state.AllocClientUpdate, 0, len(c.pending))
+	batch := make([]*api.AllocClientUpdate, 0, len(c.pending))
 	for id, u := range c.pending {
 		if len(batch) == maxUpdatesPerRequest {
 			break
@@ -431,7 +533,9 @@ func (c *Client) flush() {
 	}
 	c.flushing = true
 	ctx := c.ctx
+	save := c.persistLocked()
 	c.mu.Unlock()
+	save()
 
 	srv := c.server()
 	_, err := srv.UpdateAllocations(ctx, c.nodeID, batch)

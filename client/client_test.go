@@ -44,7 +44,7 @@ func newEnv(t *testing.T) *env {
 	}
 	c, err := client.New(client.Config{
 		Servers: []string{hs.URL}, NodeName: "sim-1", Clock: clock,
-		Resources: state.Resources{CPU: 4000, MemoryMB: 8192},
+		Resources: api.Resources{CPU: 4000, MemoryMB: 8192},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -121,12 +121,12 @@ func (e *env) apply(t *testing.T, plan *state.Plan) {
 }
 
 // waitAlloc follows the allocation with blocking queries until ok accepts it.
-func (e *env) waitAlloc(t *testing.T, id, what string, ok func(*state.Allocation) bool) *state.Allocation {
+func (e *env) waitAlloc(t *testing.T, id, what string, ok func(*api.Allocation) bool) *api.Allocation {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var index uint64
-	var last *state.Allocation
+	var last *api.Allocation
 	for {
 		a, meta, err := e.api.Allocation(ctx, id, &api.QueryOptions{WaitIndex: index})
 		if err != nil {
@@ -139,7 +139,7 @@ func (e *env) waitAlloc(t *testing.T, id, what string, ok func(*state.Allocation
 	}
 }
 
-func describe(a *state.Allocation) string {
+func describe(a *api.Allocation) string {
 	if a == nil {
 		return "nothing"
 	}
@@ -150,7 +150,7 @@ func describe(a *state.Allocation) string {
 	return s
 }
 
-func eventTypes(ts *state.TaskState) []string {
+func eventTypes(ts *api.TaskState) []string {
 	var out []string
 	for _, e := range ts.Events {
 		out = append(out, e.Type)
@@ -158,14 +158,14 @@ func eventTypes(ts *state.TaskState) []string {
 	return out
 }
 
-func task(a *state.Allocation) *state.TaskState {
+func task(a *api.Allocation) *api.TaskState {
 	if a.TaskStates == nil {
-		return &state.TaskState{}
+		return &api.TaskState{}
 	}
 	if ts := a.TaskStates["server"]; ts != nil {
 		return ts
 	}
-	return &state.TaskState{}
+	return &api.TaskState{}
 }
 
 func sameTypes(got []string, want ...string) bool {

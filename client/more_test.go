@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/client"
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/state"
@@ -15,11 +16,11 @@ func TestClientManualHealthNeverReported(t *testing.T) {
 	update := &state.UpdateStrategy{MaxParallel: 1, HealthCheck: state.UpdateHealthManual, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
 	job := e.job(t, "manual", update, nil, nil)
 	allocID, _ := e.place(t, job)
-	e.waitAlloc(t, allocID, "running", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
+	e.waitAlloc(t, allocID, "running", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
 	e.clock.Advance(2 * time.Minute)
 	// Reports are cumulative: had health been decided, the stop's report would carry it.
 	e.stop(t, job, allocID)
-	a := e.waitAlloc(t, allocID, "complete", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusComplete })
+	a := e.waitAlloc(t, allocID, "complete", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusComplete })
 	if a.DeploymentStatus != nil {
 		t.Errorf("manual health check reported %+v", a.DeploymentStatus)
 	}
@@ -41,9 +42,9 @@ func TestClientSiblingFailureKillsTheOthers(t *testing.T) {
 	}
 	_, stored, _ := e.ts.Server.State().Job(nil, "default", "pair")
 	allocID, _ := e.place(t, stored)
-	e.waitAlloc(t, allocID, "running", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
+	e.waitAlloc(t, allocID, "running", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
 	e.clock.Advance(time.Second)
-	a := e.waitAlloc(t, allocID, "failed", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusFailed })
+	a := e.waitAlloc(t, allocID, "failed", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusFailed })
 	side, srv := a.TaskStates["sidecar"], a.TaskStates["server"]
 	if !side.Failed || !sameTypes(eventTypes(side), "Received", "Task Setup", "Started", "Terminated", "Not Restarting") ||
 		side.Events[4].RestartReason != "Policy allows no restarts" {
@@ -90,12 +91,12 @@ func TestClientRestartDelayMode(t *testing.T) {
 	restart := &state.RestartPolicy{Attempts: 1, Interval: time.Minute, Delay: time.Second, Mode: "delay"}
 	job := e.job(t, "delayed", nil, restart, map[string]any{"run_for": "1s"})
 	allocID, _ := e.place(t, job)
-	e.waitAlloc(t, allocID, "running", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
+	e.waitAlloc(t, allocID, "running", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
 	// Exit at 1s (restart within policy, 1s delay), start at 2s, exit at 3s:
 	// the second attempt exceeds the policy, so the restart waits for the
 	// interval that began at 1s to end (at 61s).
 	e.clock.Advance(3 * time.Second)
-	a := e.waitAlloc(t, allocID, "delayed", func(a *state.Allocation) bool { return task(a).Restarts == 2 })
+	a := e.waitAlloc(t, allocID, "delayed", func(a *api.Allocation) bool { return task(a).Restarts == 2 })
 	ts := task(a)
 	last := ts.Events[len(ts.Events)-1]
 	if last.Type != state.TaskRestarting || last.StartDelay != int64(58*time.Second) ||
@@ -103,7 +104,7 @@ func TestClientRestartDelayMode(t *testing.T) {
 		t.Fatalf("delayed restart: %s %+v", describe(a), last)
 	}
 	e.clock.Advance(58 * time.Second)
-	a = e.waitAlloc(t, allocID, "running again", func(a *state.Allocation) bool { return task(a).State == state.TaskStateRunning })
+	a = e.waitAlloc(t, allocID, "running again", func(a *api.Allocation) bool { return task(a).State == state.TaskStateRunning })
 	if !task(a).StartedAt.Equal(start.Add(61 * time.Second)) {
 		t.Errorf("StartedAt %v", task(a).StartedAt)
 	}

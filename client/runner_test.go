@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/state"
 )
 
@@ -13,7 +14,7 @@ func TestClientRunsAllocToHealthyThenStops(t *testing.T) {
 	job := e.job(t, "web", update, nil, map[string]any{"kill_after": "3s", "stdout_string": "hello"})
 	allocID, depID := e.place(t, job)
 
-	a := e.waitAlloc(t, allocID, "running", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
+	a := e.waitAlloc(t, allocID, "running", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
 	ts := task(a)
 	if ts.State != state.TaskStateRunning || ts.Failed || !ts.StartedAt.Equal(start) || !ts.FinishedAt.IsZero() ||
 		!sameTypes(eventTypes(ts), "Received", "Task Setup", "Started") || a.ClientDescription != "Tasks are running" {
@@ -25,7 +26,7 @@ func TestClientRunsAllocToHealthyThenStops(t *testing.T) {
 
 	// Healthy once the task has run for MinHealthyTime.
 	e.clock.Advance(10 * time.Second)
-	a = e.waitAlloc(t, allocID, "healthy", func(a *state.Allocation) bool { return a.DeploymentStatus.IsHealthy() })
+	a = e.waitAlloc(t, allocID, "healthy", func(a *api.Allocation) bool { return a.DeploymentStatus.IsHealthy() })
 	if !a.DeploymentStatus.Timestamp.Equal(start.Add(10 * time.Second)) {
 		t.Errorf("health timestamp %v", a.DeploymentStatus.Timestamp)
 	}
@@ -36,7 +37,7 @@ func TestClientRunsAllocToHealthyThenStops(t *testing.T) {
 
 	// Stopped by the servers: Killing, then Killed after kill_after.
 	e.stop(t, job, allocID)
-	a = e.waitAlloc(t, allocID, "killing", func(a *state.Allocation) bool {
+	a = e.waitAlloc(t, allocID, "killing", func(a *api.Allocation) bool {
 		ev := eventTypes(task(a))
 		return len(ev) > 0 && ev[len(ev)-1] == state.TaskKilling
 	})
@@ -44,7 +45,7 @@ func TestClientRunsAllocToHealthyThenStops(t *testing.T) {
 		t.Errorf("killing alloc: %s", describe(a))
 	}
 	e.clock.Advance(3 * time.Second)
-	a = e.waitAlloc(t, allocID, "complete", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusComplete })
+	a = e.waitAlloc(t, allocID, "complete", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusComplete })
 	ts = task(a)
 	if ts.State != state.TaskStateDead || ts.Failed || !ts.FinishedAt.Equal(start.Add(13*time.Second)) ||
 		!sameTypes(eventTypes(ts), "Received", "Task Setup", "Started", "Killing", "Killed") {
@@ -60,11 +61,11 @@ func TestClientRestartPolicyThenFailure(t *testing.T) {
 	restart := &state.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: 2 * time.Second, Mode: "fail"}
 	job := e.job(t, "batchy", nil, restart, map[string]any{"run_for": "5s", "exit_code": 3, "exit_err_msg": "boom"})
 	allocID, _ := e.place(t, job)
-	e.waitAlloc(t, allocID, "running", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
+	e.waitAlloc(t, allocID, "running", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusRunning })
 
 	// run_for ends with exit code 3: restarted within policy after Delay.
 	e.clock.Advance(5 * time.Second)
-	a := e.waitAlloc(t, allocID, "restarting", func(a *state.Allocation) bool { return task(a).Restarts == 1 })
+	a := e.waitAlloc(t, allocID, "restarting", func(a *api.Allocation) bool { return task(a).Restarts == 1 })
 	ts := task(a)
 	if ts.State != state.TaskStatePending || a.ClientStatus != state.AllocClientStatusPending ||
 		!sameTypes(eventTypes(ts), "Received", "Task Setup", "Started", "Terminated", "Restarting") {
@@ -77,14 +78,14 @@ func TestClientRestartPolicyThenFailure(t *testing.T) {
 		t.Errorf("Restarting event: %+v", r)
 	}
 	e.clock.Advance(2 * time.Second)
-	a = e.waitAlloc(t, allocID, "running again", func(a *state.Allocation) bool { return task(a).State == state.TaskStateRunning })
+	a = e.waitAlloc(t, allocID, "running again", func(a *api.Allocation) bool { return task(a).State == state.TaskStateRunning })
 	if !task(a).StartedAt.Equal(start.Add(7 * time.Second)) {
 		t.Errorf("StartedAt after restart: %v", task(a).StartedAt)
 	}
 
 	// The second exit exceeds the policy: the task and the allocation fail.
 	e.clock.Advance(5 * time.Second)
-	a = e.waitAlloc(t, allocID, "failed", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusFailed })
+	a = e.waitAlloc(t, allocID, "failed", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusFailed })
 	ts = task(a)
 	want := []string{"Received", "Task Setup", "Started", "Terminated", "Restarting", "Started", "Terminated", "Not Restarting"}
 	if ts.State != state.TaskStateDead || !ts.Failed || !ts.FinishedAt.Equal(start.Add(12*time.Second)) || !sameTypes(eventTypes(ts), want...) {
@@ -108,7 +109,7 @@ func TestClientStartErrorAndHealthDeadline(t *testing.T) {
 	e := newEnv(t)
 	failing := e.job(t, "broken", nil, nil, map[string]any{"start_error": "no such image"})
 	brokenID, _ := e.place(t, failing)
-	a := e.waitAlloc(t, brokenID, "failed", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusFailed })
+	a := e.waitAlloc(t, brokenID, "failed", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusFailed })
 	ts := task(a)
 	if !ts.Failed || !sameTypes(eventTypes(ts), "Received", "Task Setup", "Driver Failure") || ts.Events[2].DriverError != "no such image" {
 		t.Errorf("start_error: %s", describe(a))
@@ -118,9 +119,9 @@ func TestClientStartErrorAndHealthDeadline(t *testing.T) {
 	update := &state.UpdateStrategy{MaxParallel: 1, HealthCheck: state.UpdateHealthChecks, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
 	slow := e.job(t, "slow", update, nil, map[string]any{"start_block_for": "1h"})
 	slowID, depID := e.place(t, slow)
-	e.waitAlloc(t, slowID, "set up", func(a *state.Allocation) bool { return len(task(a).Events) == 2 })
+	e.waitAlloc(t, slowID, "set up", func(a *api.Allocation) bool { return len(task(a).Events) == 2 })
 	e.clock.Advance(time.Minute)
-	a = e.waitAlloc(t, slowID, "unhealthy", func(a *state.Allocation) bool { return a.DeploymentStatus.IsUnhealthy() })
+	a = e.waitAlloc(t, slowID, "unhealthy", func(a *api.Allocation) bool { return a.DeploymentStatus.IsUnhealthy() })
 	if a.ClientStatus != state.AllocClientStatusPending {
 		t.Errorf("slow alloc: %s", describe(a))
 	}
@@ -132,7 +133,7 @@ func TestClientStartErrorAndHealthDeadline(t *testing.T) {
 	// Bad Config values fail validation.
 	bad := e.job(t, "bad", nil, nil, map[string]any{"run_for": "soon"})
 	badID, _ := e.place(t, bad)
-	a = e.waitAlloc(t, badID, "failed validation", func(a *state.Allocation) bool { return a.ClientStatus == state.AllocClientStatusFailed })
+	a = e.waitAlloc(t, badID, "failed validation", func(a *api.Allocation) bool { return a.ClientStatus == state.AllocClientStatusFailed })
 	if ev := task(a).Events; len(ev) != 2 || ev[1].Type != state.TaskFailedValidation || ev[1].ValidationError != `run_for: "soon" is not a duration` {
 		t.Errorf("validation: %s", describe(a))
 	}

@@ -2,9 +2,10 @@ package client
 
 import (
 	"fmt"
+	"syscall"
 	"time"
 
-	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/api"
 )
 
 // maxTaskEvents is how many recent events a task state keeps (Nomad's 10).
@@ -18,7 +19,7 @@ const (
 )
 
 // defaultRestartPolicy is Nomad's for service jobs.
-var defaultRestartPolicy = state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"}
+var defaultRestartPolicy = api.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"}
 
 // defaultKillTimeout is Nomad's.
 const defaultKillTimeout = 5 * time.Second
@@ -38,11 +39,14 @@ const (
 // goroutine: each step is a timer callback, under the client's lock.
 type taskRunner struct {
 	ar     *allocRunner
-	task   *state.Task
+	task   *api.Task
 	cfg    mockConfig
+	raw    rawExecConfig
 	cfgErr error
-	st     *state.TaskState
-	phase  taskPhase
+	// proc is the running process of a raw_exec task.
+	proc  *rawProc
+	st    *api.TaskState
+	phase taskPhase
 
 	timer Timer
 	gen   uint64 // the current timer's generation; older callbacks are stale
@@ -53,9 +57,16 @@ type taskRunner struct {
 	windowStart time.Time
 }
 
-func newTaskRunner(ar *allocRunner, task *state.Task) *taskRunner {
-	tr := &taskRunner{ar: ar, task: task, st: &state.TaskState{State: state.TaskStatePending}}
-	tr.cfg, tr.cfgErr = parseMockConfig(task.Config)
+func newTaskRunner(ar *allocRunner, task *api.Task) *taskRunner {
+	tr := &taskRunner{ar: ar, task: task, st: &api.TaskState{State: api.TaskStatePending}}
+	if task.Driver == RawExecDriver {
+		tr.raw, tr.cfgErr = parseRawExecConfig(task.Config)
+		if tr.cfgErr == nil {
+			_, tr.cfgErr = killSignal(task.KillSignal)
+		}
+	} else {
+		tr.cfg, tr.cfgErr = parseMockConfig(task.Config)
+	}
 	return tr
 }
 
@@ -87,20 +98,20 @@ func (tr *taskRunner) disarm() {
 	tr.gen++
 }
 
-// event records an event and, when state is not "", the new task state.
-func (tr *taskRunner) event(e *state.TaskEvent, newState string) {
+// event records an event and, when state is not "", the new task api.
+func (tr *taskRunner) event(e *api.TaskEvent, newState string) {
 	now := tr.now()
 	e.Time = now.UnixNano()
 	tr.st.Events = append(tr.st.Events, e)
 	if n := len(tr.st.Events); n > maxTaskEvents {
-		tr.st.Events = append([]*state.TaskEvent(nil), tr.st.Events[n-maxTaskEvents:]...)
+		tr.st.Events = append([]*api.TaskEvent(nil), tr.st.Events[n-maxTaskEvents:]...)
 	}
 	switch newState {
-	case state.TaskStateRunning:
-		if tr.st.State != state.TaskStateRunning {
+	case api.TaskStateRunning:
+		if tr.st.State != api.TaskStateRunning {
 			tr.st.StartedAt = now.UTC()
 		}
-	case state.TaskStateDead:
+	case api.TaskStateDead:
 		if tr.st.FinishedAt.IsZero() {
 			tr.st.FinishedAt = now.UTC()
 		}
@@ -116,30 +127,34 @@ func (tr *taskRunner) start() {
 		// Killed before it started, by a failing sibling.
 		return
 	}
-	tr.event(&state.TaskEvent{Type: state.TaskReceived, DisplayMessage: "Task received by client"}, "")
-	if tr.task.Driver != MockDriver && tr.task.Driver != MockDriverAlias {
+	tr.event(&api.TaskEvent{Type: api.TaskReceived, DisplayMessage: "Task received by client"}, "")
+	if !tr.ar.c.hasDriver(tr.task.Driver) {
 		msg := fmt.Sprintf("driver %q is not available on this node", tr.task.Driver)
-		tr.fail(&state.TaskEvent{Type: state.TaskDriverFailure, DriverError: msg, DisplayMessage: msg, FailsTask: true})
+		tr.fail(&api.TaskEvent{Type: api.TaskDriverFailure, DriverError: msg, DisplayMessage: msg, FailsTask: true})
 		return
 	}
 	if tr.cfgErr != nil {
 		msg := tr.cfgErr.Error()
-		tr.fail(&state.TaskEvent{Type: state.TaskFailedValidation, ValidationError: msg, DisplayMessage: msg, FailsTask: true})
+		tr.fail(&api.TaskEvent{Type: api.TaskFailedValidation, ValidationError: msg, DisplayMessage: msg, FailsTask: true})
 		return
 	}
-	tr.event(&state.TaskEvent{Type: state.TaskSetup, Message: "Building Task Directory", DisplayMessage: "Building Task Directory"}, "")
+	tr.event(&api.TaskEvent{Type: api.TaskSetup, Message: "Building Task Directory", DisplayMessage: "Building Task Directory"}, "")
 	tr.launch()
 }
 
 // launch starts the task, after start_block_for.
 func (tr *taskRunner) launch() {
+	if tr.task.Driver == RawExecDriver {
+		tr.launchRaw()
+		return
+	}
 	if tr.cfg.startBlockFor > 0 && tr.phase != phaseStarting {
 		tr.phase = phaseStarting
 		tr.arm(tr.cfg.startBlockFor, tr.launch)
 		return
 	}
 	if tr.cfg.startError != "" {
-		e := &state.TaskEvent{Type: state.TaskDriverFailure, DriverError: tr.cfg.startError, DisplayMessage: tr.cfg.startError}
+		e := &api.TaskEvent{Type: api.TaskDriverFailure, DriverError: tr.cfg.startError, DisplayMessage: tr.cfg.startError}
 		if !tr.cfg.startErrorRecoverable {
 			e.FailsTask = true
 			tr.fail(e)
@@ -150,10 +165,65 @@ func (tr *taskRunner) launch() {
 		return
 	}
 	tr.phase = phaseRunning
-	tr.event(&state.TaskEvent{Type: state.TaskStarted, DisplayMessage: "Task started by client"}, state.TaskStateRunning)
+	tr.event(&api.TaskEvent{Type: api.TaskStarted, DisplayMessage: "Task started by client"}, api.TaskStateRunning)
 	if tr.cfg.hasRunFor {
 		tr.arm(tr.cfg.runFor, tr.runEnded)
 	}
+}
+
+// launchRaw starts a raw_exec task's process; a failed start goes
+// through the restart policy, as Nomad's driver failures do.
+func (tr *taskRunner) launchRaw() {
+	p, err := tr.ar.c.startRawExec(tr.ar.alloc, tr.task, tr.raw)
+	if err != nil {
+		msg := err.Error()
+		tr.event(&api.TaskEvent{Type: api.TaskDriverFailure, DriverError: msg, DisplayMessage: msg}, "")
+		tr.exited(false)
+		return
+	}
+	tr.attach(p)
+	tr.event(&api.TaskEvent{Type: api.TaskStarted, DisplayMessage: "Task started by client"}, api.TaskStateRunning)
+}
+
+// attach follows a running process until it ends.
+func (tr *taskRunner) attach(p *rawProc) {
+	tr.proc = p
+	tr.phase = phaseRunning
+	c := tr.ar.c
+	c.procs.Add(1)
+	go func() {
+		defer c.procs.Done()
+		res := p.wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if tr.proc != p || c.closed {
+			return
+		}
+		tr.proc = nil
+		tr.procExited(res)
+		tr.ar.changed()
+	}()
+}
+
+// procExited: the task's process ended, by itself or killed.
+func (tr *taskRunner) procExited(res exitResult) {
+	if tr.phase == phaseKilling {
+		tr.disarm()
+		tr.killed()
+		return
+	}
+	e := &api.TaskEvent{Type: api.TaskTerminated, ExitCode: res.code, Signal: res.signal}
+	switch {
+	case !res.known:
+		e.Message = "the process was re-attached after a client restart: its exit status is unknown"
+		e.DisplayMessage = "Exit Code: unknown"
+	case res.signal != 0:
+		e.DisplayMessage = fmt.Sprintf("Exit Code: %d, Signal: %d", res.code, res.signal)
+	default:
+		e.DisplayMessage = fmt.Sprintf("Exit Code: %d", res.code)
+	}
+	tr.event(e, "")
+	tr.exited(res.known && res.code == 0)
 }
 
 // runEnded: run_for is over; the task exits with exit_code.
@@ -162,7 +232,7 @@ func (tr *taskRunner) runEnded() {
 	if tr.cfg.exitErrMsg != "" {
 		msg += ", Exit Message: " + fmt.Sprintf("%q", tr.cfg.exitErrMsg)
 	}
-	tr.event(&state.TaskEvent{Type: state.TaskTerminated, ExitCode: tr.cfg.exitCode, Message: tr.cfg.exitErrMsg, DisplayMessage: msg}, "")
+	tr.event(&api.TaskEvent{Type: api.TaskTerminated, ExitCode: tr.cfg.exitCode, Message: tr.cfg.exitErrMsg, DisplayMessage: msg}, "")
 	tr.exited(tr.cfg.exitCode == 0)
 }
 
@@ -194,21 +264,21 @@ func (tr *taskRunner) exited(success bool) {
 	tr.phase = phaseRestartWait
 	tr.st.Restarts++
 	tr.st.LastRestart = now.UTC()
-	tr.event(&state.TaskEvent{Type: state.TaskRestarting, RestartReason: reason, StartDelay: int64(delay),
-		DisplayMessage: fmt.Sprintf("%s - Task restarting in %v", reason, delay)}, state.TaskStatePending)
+	tr.event(&api.TaskEvent{Type: api.TaskRestarting, RestartReason: reason, StartDelay: int64(delay),
+		DisplayMessage: fmt.Sprintf("%s - Task restarting in %v", reason, delay)}, api.TaskStatePending)
 	tr.arm(delay, tr.launch)
 }
 
 func (tr *taskRunner) notRestarting(reason string) {
-	tr.fail(&state.TaskEvent{Type: state.TaskNotRestarting, RestartReason: reason, FailsTask: true, DisplayMessage: reason})
+	tr.fail(&api.TaskEvent{Type: api.TaskNotRestarting, RestartReason: reason, FailsTask: true, DisplayMessage: reason})
 }
 
 // fail ends the task as failed with event e; the allocation's other tasks are killed.
-func (tr *taskRunner) fail(e *state.TaskEvent) {
+func (tr *taskRunner) fail(e *api.TaskEvent) {
 	tr.disarm()
 	tr.st.Failed = true
 	tr.phase = phaseDead
-	tr.event(e, state.TaskStateDead)
+	tr.event(e, api.TaskStateDead)
 	tr.ar.taskFailed(tr)
 }
 
@@ -228,8 +298,18 @@ func (tr *taskRunner) kill(reason string) {
 		timeout = defaultKillTimeout
 	}
 	tr.phase = phaseKilling
-	tr.event(&state.TaskEvent{Type: state.TaskKilling, KillReason: reason, KillTimeout: timeout,
+	tr.event(&api.TaskEvent{Type: api.TaskKilling, KillReason: reason, KillTimeout: timeout,
 		DisplayMessage: fmt.Sprintf("Sent interrupt. Waiting %v before force killing", timeout)}, "")
+	if p := tr.proc; p != nil {
+		// KillSignal to the group, then SIGKILL after KillTimeout; the
+		// process's end (see attach) completes the kill.
+		sig, _ := killSignal(tr.task.KillSignal)
+		if err := p.signal(sig); err != nil {
+			tr.ar.c.logger.Warn("failed to signal a task", "task", tr.task.Name, "pid", p.pid, "error", err)
+		}
+		tr.arm(timeout, func() { _ = p.signal(syscall.SIGKILL) })
+		return
+	}
 	if tr.cfg.killAfter > 0 {
 		tr.arm(tr.cfg.killAfter, tr.killed)
 		return
@@ -240,12 +320,12 @@ func (tr *taskRunner) kill(reason string) {
 
 func (tr *taskRunner) killed() {
 	tr.phase = phaseDead
-	tr.event(&state.TaskEvent{Type: state.TaskKilled, DisplayMessage: "Task successfully killed"}, state.TaskStateDead)
+	tr.event(&api.TaskEvent{Type: api.TaskKilled, DisplayMessage: "Task successfully killed"}, api.TaskStateDead)
 }
 
 // snapshot is a copy of the task state that later changes do not touch.
-func (tr *taskRunner) snapshot() *state.TaskState {
+func (tr *taskRunner) snapshot() *api.TaskState {
 	c := *tr.st
-	c.Events = append([]*state.TaskEvent(nil), tr.st.Events...)
+	c.Events = append([]*api.TaskEvent(nil), tr.st.Events...)
 	return &c
 }

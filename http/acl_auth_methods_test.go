@@ -140,7 +140,7 @@ func TestAuthMethodValidation(t *testing.T) {
 		{methodPath, `{"Name":"x","Type":"jwt","NamespaceRules":[]}`, 400, `AuthMethod decoding failed: json: unknown field "NamespaceRules"`},
 		{methodPath, `{"Type":"jwt",` + cfg + `}`, 400, "Invalid Auth Method: no Name is set"},
 		{methodPath, `{"Name":"bad name","Type":"jwt",` + cfg + `}`, 400, "Invalid Auth Method: invalid Name. Only alphanumeric characters, '-' and '_' are allowed"},
-		{methodPath, `{"Name":"` + strings.Repeat("a", 129) + `","Type":"jwt",` + cfg + `}`, 400, "Invalid Auth Method: invalid Name. Only alphanumeric characters, '-' and '_' are allowed"},
+		{methodPath, `{"Name":"` + strings.Repeat("a", 129) + `","Type":"jwt",` + cfg + `}`, 400, "Invalid Auth Method: Name is too long: 129 bytes; the limit is 128"}, // issue 8: the cap is named
 		{methodPath, `{"Name":"x",` + cfg + `}`, 400, "Invalid Auth Method: Type should be one of: [jwt]"},
 		{methodPath, `{"Name":"x","Type":"kubernetes",` + cfg + `}`, 400, "Invalid Auth Method: Type should be one of: [jwt]"},
 		{methodPath, `{"Name":"x","Type":"JWT",` + cfg + `}`, 400, "Invalid Auth Method: Type should be one of: [jwt]"},

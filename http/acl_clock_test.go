@@ -37,10 +37,11 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// aclService is an ACL service over ts's state and Raft log, on clock.
+// aclService is an ACL service over ts's state and Raft log, on clock,
+// configured as the agent configures its own.
 func aclService(ts *servertest.TestServer, clock func() time.Time) *acl.Service {
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: clock, Logger: hclog.NewNullLogger()}
-	return acl.NewService(deps, ts.Config.Datacenter)
+	return acl.NewService(deps, ts.Config.Datacenter, acl.AllowHTTPKeyURLs(ts.Config.Dev))
 }
 
 // onClock serves ts's API from a handler of its own whose ACL service reads

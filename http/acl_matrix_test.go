@@ -372,6 +372,7 @@ func acxEndpoints() []acxEndpoint {
 		{method: "POST", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNodeWrite, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
 		{method: "PUT", path: "/v1/client/heartbeat/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
 		{method: "POST", path: "/v1/client/heartbeat/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/logs/x", need: needNodeRead, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/allocations/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
 		{method: "PUT", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNodeWrite, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
 		{method: "POST", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNodeWrite, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
@@ -568,7 +569,7 @@ func TestACLMatrixCoversEveryRoute(t *testing.T) {
 				return true
 			}
 			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || (sel.Sel.Name != "handle" && sel.Sel.Name != "handleWithLimit") {
+			if !ok || (sel.Sel.Name != "handle" && sel.Sel.Name != "handleWithLimit" && sel.Sel.Name != "handleLocal") {
 				return true
 			}
 			lit, ok := call.Args[0].(*ast.BasicLit)

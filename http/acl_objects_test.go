@@ -163,7 +163,7 @@ func TestACLPolicyValidation(t *testing.T) {
 		tests := []struct{ name, body, msg string }{
 			{"no name", `{"Rules":"acl = \"read\""}`, "Invalid Policy: no Name is set"},
 			{"space in name", body("a b", ""), "Invalid Policy: invalid Name. Only alphanumeric characters, '-' and '_' are allowed"},
-			{"name of 129 characters", body(strings.Repeat("n", 129), ""), "Invalid Policy: invalid Name. Only alphanumeric characters, '-' and '_' are allowed"},
+			{"name of 129 characters", body(strings.Repeat("n", 129), ""), "Invalid Policy: Name is too long: 129 bytes; the limit is 128"},
 			{"acl list", body("p", `acl = "list"`), `Invalid acl policy: "list"`},
 			{"acl scale", body("p", `acl = "scale"`), `Invalid acl policy: "scale"`},
 			{"operator list", body("p", `operator = "list"`), `Invalid operator policy: "list"`},
@@ -408,11 +408,11 @@ func putToken(t *testing.T, s *acxServer, tok state.ACLToken) state.ACLToken {
 	tok.AccessorID, tok.SecretID = uuid.NewString(), uuid.NewString()
 	tok.Namespace = state.DefaultNamespace
 	tok.CreateTime = time.Now().UTC()
-	out, err := s.Apply(fsm.ACLTokenSetType, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
+	out, err := fsm.Apply(s.Server, fsm.ACLTokenSet, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
 	if err != nil {
 		t.Fatalf("storing token: %v", err)
 	}
-	return *out.(*state.ACLToken)
+	return *out
 }
 
 func TestACLExpiredTokenIsRefused(t *testing.T) {

@@ -108,6 +108,9 @@ func (h *Handler) tokenRead(w http.ResponseWriter, r *http.Request) (any, error)
 // that names no live token.
 var errTokenSelfNotFound = &apiError{code: http.StatusForbidden, msg: "token does not exist: ACL not found"}
 
+// errBlockingSelfAnonymous refuses a blocking token/self without a token.
+var errBlockingSelfAnonymous = &apiError{code: http.StatusForbidden, msg: "Permission denied: a blocking token/self query needs a token; the anonymous token cannot block"}
+
 // tokenSelf shows the caller its own token; it needs no permission. It is a
 // read like the others (query options, blocking, the read headers), as
 // upstream's is: the official client takes its QueryMeta from the headers.
@@ -125,6 +128,11 @@ func (h *Handler) tokenSelf(w http.ResponseWriter, r *http.Request) (any, error)
 	}
 	if err != nil {
 		return nil, err
+	}
+	// token/self needs no permission, so without this anyone could hold a
+	// connection and a goroutine for up to the maximum wait.
+	if opts.minIndex > 0 && id.token.AccessorID == state.AnonymousTokenID {
+		return nil, errBlockingSelfAnonymous
 	}
 	var out *state.ACLToken
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {

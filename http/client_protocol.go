@@ -88,11 +88,29 @@ func nodeCheckStringMap(field string, m map[string]string, limit int) error {
 	return nil
 }
 
+// nodeRegistration and allocUpdateRequest decode api.NodeRegistration and
+// api.AllocUpdateRequest (the same JSON) into the server's types.
+type nodeRegistration struct {
+	ID         string
+	Name       string
+	Datacenter string
+	HTTPAddr   string
+	Drivers    map[string]*state.DriverInfo
+	Resources  state.Resources
+	Attributes map[string]string
+	Meta       map[string]string
+}
+
+type allocUpdateRequest struct {
+	NodeID string
+	Allocs []*state.AllocClientUpdate
+}
+
 func (h *Handler) clientRegister(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := h.nodeWriter(r); err != nil {
 		return nil, err
 	}
-	var reg api.NodeRegistration
+	var reg nodeRegistration
 	if err := decodeBody(r, "Node", &reg); err != nil {
 		return nil, err
 	}
@@ -169,15 +187,19 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	var out []*state.ClientAlloc
+	// Wait on the index alone (a node's own reports wake it without moving
+	// the index), then build the answer once.
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, _ *state.Store) (uint64, error) {
-		idx, allocs, err := nodes.AllocsForNode(ws, nodeID)
-		out = allocs
-		return idx, err
+		return nodes.AllocsIndexForNode(ws, nodeID)
 	})
 	if err != nil {
 		return nil, err
 	}
+	idx, out, err := nodes.AllocsForNode(nil, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	meta.index = max(meta.index, idx)
 	setMeta(w, r, meta)
 	if out == nil {
 		out = []*state.ClientAlloc{}
@@ -189,7 +211,7 @@ func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (an
 	if err := h.nodeWriter(r); err != nil {
 		return nil, err
 	}
-	var req api.AllocUpdateRequest
+	var req allocUpdateRequest
 	if err := decodeBody(r, "AllocUpdateRequest", &req); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/acl/bindrule"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-memdb"
@@ -61,7 +62,9 @@ func parseDeploymentList(r *http.Request) (*deploymentListOptions, error) {
 		}
 	}
 	if f := q.Get("filter"); f != "" {
-		ev, err := bexpr.CreateEvaluator(f)
+		// Size and nesting caps first: go-bexpr's parse cost grows about
+		// fourfold per level of parentheses.
+		ev, err := bindrule.NewEvaluator("filter", f)
 		if err != nil {
 			return nil, badRequest("failed to read filter expression: %v", err)
 		}

@@ -25,8 +25,8 @@ import (
 type Backend interface {
 	// State is the current state store (it changes on snapshot restore).
 	State() *state.Store
-	// Apply commits a request through Raft and returns the FSM's result.
-	Apply(t fsm.MessageType, req any) (any, error)
+	// ApplyEntry commits a log entry through Raft (fsm.Apply is its typed form).
+	fsm.Applier
 	// CheckRead says whether a default-mode or consistent read may be answered here.
 	CheckRead(consistent bool) error
 
@@ -66,6 +66,8 @@ type Handler struct {
 	logger   hclog.Logger
 	router   *mux.Router
 	services Services
+	// local are the routes this server answers itself (not the leader).
+	local map[*mux.Route]bool
 	// blocked counts the blocking queries waiting now.
 	blocked atomic.Int64
 }
@@ -96,6 +98,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerDeployments()
 	h.registerNodes()
 	h.registerJobs()
+	h.registerClientFS()
 	return h
 }
 
@@ -116,14 +119,31 @@ func (h *Handler) handle(path string, m methods) {
 	h.handleWithLimit(path, maxBodySize, m)
 }
 
+// handleLocal registers a route that every server answers itself, from its
+// own state (status, its own metrics), instead of the leader.
+func (h *Handler) handleLocal(path string, m methods) {
+	route := h.handleWithLimit(path, maxBodySize, m)
+	if h.local == nil {
+		h.local = map[*mux.Route]bool{}
+	}
+	h.local[route] = true
+}
+
+// AnsweredLocally says whether r's route is answered by this server itself
+// (see handleLocal); every other route is answered by the leader.
+func (h *Handler) AnsweredLocally(r *http.Request) bool {
+	var match mux.RouteMatch
+	return h.router.Match(r, &match) && match.Route != nil && h.local[match.Route]
+}
+
 // handleWithLimit is handle with its own request body size limit.
-func (h *Handler) handleWithLimit(path string, bodyLimit int64, m methods) {
+func (h *Handler) handleWithLimit(path string, bodyLimit int64, m methods) *mux.Route {
 	allow := []string{http.MethodOptions}
 	for _, e := range m {
 		allow = append(allow, e.method)
 	}
 	allowHeader := strings.Join(allow, ",")
-	h.router.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return h.router.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodOptions {
 			w.Header().Set("Allow", allowHeader)
 			return
@@ -198,10 +218,6 @@ func errorStatus(err error) (int, string) {
 	if errors.As(err, &api) {
 		return api.code, api.msg
 	}
-	var coded interface{ StatusCode() int }
-	if errors.As(err, &coded) {
-		return coded.StatusCode(), err.Error()
-	}
 	var se *state.Error
 	if errors.As(err, &se) {
 		switch se.Code {
@@ -213,6 +229,8 @@ func errorStatus(err error) (int, string) {
 			return http.StatusConflict, se.Msg
 		case state.ErrForbidden:
 			return http.StatusForbidden, se.Msg
+		case state.ErrUnavailable:
+			return http.StatusServiceUnavailable, se.Msg
 		}
 	}
 	var tooLarge *http.MaxBytesError

@@ -11,7 +11,7 @@ import (
 )
 
 func (h *Handler) registerMetrics() {
-	h.handle("/v1/agent/metrics", methods{{http.MethodGet, h.agentMetrics}})
+	h.handleLocal("/v1/agent/metrics", methods{{http.MethodGet, h.agentMetrics}})
 }
 
 // agentMetrics serves the process's metrics: JSON by default (Consul's

@@ -148,11 +148,11 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 
 	healthy := true
 	ts := env.clock.Now().Add(5 * time.Second)
-	running := map[string]*state.TaskState{"server": {State: state.TaskStateRunning, StartedAt: env.clock.Now(),
-		Events: []*state.TaskEvent{{Type: state.TaskReceived}, {Type: state.TaskSetup}, {Type: state.TaskStarted}}}}
+	running := map[string]*api.TaskState{"server": {State: api.TaskStateRunning, StartedAt: env.clock.Now(),
+		Events: []*api.TaskEvent{{Type: api.TaskReceived}, {Type: api.TaskSetup}, {Type: api.TaskStarted}}}}
 	_, err = c.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{
 		{ID: allocs[0].ID, ClientStatus: state.AllocClientStatusRunning, TaskStates: running,
-			DeploymentStatus: &state.AllocDeploymentStatus{Healthy: &healthy, Timestamp: ts}},
+			DeploymentStatus: &api.AllocDeploymentStatus{Healthy: &healthy, Timestamp: ts}},
 		{ID: allocs[1].ID, ClientStatus: state.AllocClientStatusRunning, TaskStates: running},
 		// Unknown allocations are dropped.
 		{ID: uuid.NewString(), ClientStatus: state.AllocClientStatusRunning},
@@ -174,10 +174,10 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 
 	// One failing: unhealthy, and an alloc-failure evaluation in the same entry.
 	unhealthy := false
-	dead := map[string]*state.TaskState{"server": {State: state.TaskStateDead, Failed: true, FinishedAt: env.clock.Now()}}
+	dead := map[string]*api.TaskState{"server": {State: api.TaskStateDead, Failed: true, FinishedAt: env.clock.Now()}}
 	res, err := c.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{
 		{ID: allocs[1].ID, ClientStatus: state.AllocClientStatusFailed, TaskStates: dead,
-			DeploymentStatus: &state.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: ts}},
+			DeploymentStatus: &api.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: ts}},
 	})
 	if err != nil {
 		t.Fatal(err)

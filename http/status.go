@@ -3,8 +3,8 @@ package http
 import "net/http"
 
 func (h *Handler) registerStatus() {
-	h.handle("/v1/status/leader", methods{{http.MethodGet, h.statusLeader}})
-	h.handle("/v1/status/peers", methods{{http.MethodGet, h.statusPeers}})
+	h.handleLocal("/v1/status/leader", methods{{http.MethodGet, h.statusLeader}})
+	h.handleLocal("/v1/status/peers", methods{{http.MethodGet, h.statusPeers}})
 }
 
 // statusLeader answers the leader's Raft address, "" when there is none.

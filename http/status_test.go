@@ -1,6 +1,13 @@
 package http_test
 
-import "testing"
+import (
+	"net/http/httptest"
+	"testing"
+
+	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server/servertest"
+	"github.com/hashicorp/go-hclog"
+)
 
 // TestStatus: /v1/status/leader is the leader's Raft address as a JSON
 // string; /v1/status/peers the Raft addresses of the servers.
@@ -27,5 +34,29 @@ func TestStatus(t *testing.T) {
 			// Status is not an ACL read: no index headers, and no X-Consul- ones.
 			expectHeader(t, resp, "X-Consul-Index", "")
 		})
+	}
+}
+
+// Routes declare where they are answered: status and the agent's own
+// metrics by every server itself, everything else by the leader.
+func TestRoutesDeclareWhereTheyAreAnswered(t *testing.T) {
+	ts := servertest.Start(t)
+	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{})
+	for _, tc := range []struct {
+		method, path string
+		local        bool
+	}{
+		{"GET", "/v1/status/leader", true},
+		{"GET", "/v1/status/peers", true},
+		{"GET", "/v1/agent/metrics", true},
+		{"GET", "/v1/deployments", false},
+		{"PUT", "/v1/acl/binding-rule", false},
+		{"GET", "/v1/status/nope", false},
+		{"GET", "/nope", false},
+	} {
+		r := httptest.NewRequest(tc.method, tc.path, nil)
+		if got := h.AnsweredLocally(r); got != tc.local {
+			t.Errorf("%s %s answered locally = %v, want %v", tc.method, tc.path, got, tc.local)
+		}
 	}
 }

@@ -48,11 +48,11 @@ func (s *Server) self() state.ServerInfo {
 
 // clusterHandler routes the internal endpoints and sends the rest of the API
 // through leader forwarding.
-func (s *Server) clusterHandler(api http.Handler) http.Handler {
+func (s *Server) clusterHandler(api API) http.Handler {
 	// The joiner is authenticated where it knocks; the leader checks again
 	// (a forwarded join comes with the follower's certificate or the token).
-	join := s.requireServer(s.forwarding(http.HandlerFunc(s.handleJoin)))
-	forwarded := s.forwarding(api)
+	join := s.requireServer(s.forwarding(http.HandlerFunc(s.handleJoin), nil))
+	forwarded := s.forwarding(api, api.AnsweredLocally)
 	profiler := map[string]http.Handler{
 		"/debug/pprof/profile": s.requireManagement(http.HandlerFunc(pprof.Profile)),
 		"/debug/pprof/trace":   s.requireManagement(http.HandlerFunc(pprof.Trace)),
@@ -176,7 +176,7 @@ func (s *Server) registerServer(srv state.ServerInfo) error {
 	if cur != nil && cur.Same(&srv) {
 		return nil
 	}
-	_, err = s.Apply(fsm.ServerRegisterType, &fsm.ServerRegisterRequest{Server: srv})
+	_, err = fsm.Apply(s, fsm.ServerRegister, &fsm.ServerRegisterRequest{Server: srv})
 	return err
 }
 
@@ -189,7 +189,7 @@ func (s *Server) RemoveServer(id string) error {
 		}
 	}
 	if !found {
-		return &statusError{code: http.StatusNotFound, msg: fmt.Sprintf("id %q was not found in the Raft configuration", id)}
+		return state.NewError(state.ErrNotFound, "id %q was not found in the Raft configuration", id)
 	}
 	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
@@ -197,7 +197,7 @@ func (s *Server) RemoveServer(id string) error {
 		}
 		return fmt.Errorf("failed to remove server %s: %w", id, err)
 	}
-	_, err := s.Apply(fsm.ServerDeregisterType, &fsm.ServerDeregisterRequest{ID: id})
+	_, err := fsm.Apply(s, fsm.ServerDeregister, &fsm.ServerDeregisterRequest{ID: id})
 	return err
 }
 
@@ -206,6 +206,11 @@ func (s *Server) RemoveServer(id string) error {
 func (s *Server) joinCluster(hasState bool) {
 	if !hasState && len(s.config.Join) > 0 {
 		s.discover()
+	}
+	select {
+	case <-s.failed:
+		return // the agent stops (see fail)
+	default:
 	}
 	s.keepRegistered()
 }
@@ -414,7 +419,7 @@ func (s *Server) forgetDepartedServers() {
 	}
 	for _, srv := range servers {
 		if !members[srv.ID] {
-			if _, err := s.Apply(fsm.ServerDeregisterType, &fsm.ServerDeregisterRequest{ID: srv.ID}); err != nil {
+			if _, err := fsm.Apply(s, fsm.ServerDeregister, &fsm.ServerDeregisterRequest{ID: srv.ID}); err != nil {
 				s.logger.Debug("failed to forget a departed server", "id", srv.ID, "error", err)
 			}
 		}
@@ -436,7 +441,11 @@ func (s *Server) registerKnownMembers() {
 	}
 	s.knownMu.Unlock()
 	for _, k := range known {
-		if addr, ok := members[k.ID]; ok && addr == k.RaftAddr {
+		if addr, ok := members[k.ID]; ok && addr == k.RaftAddr && k.ID != s.nodeID {
+			// Only a first record: after that, only the member changes it.
+			if _, cur, err := s.State().Server(memdb.NewWatchSet(), k.ID); err != nil || cur != nil {
+				continue
+			}
 			if err := s.registerServer(k); err != nil {
 				s.logger.Debug("failed to record a member", "id", k.ID, "error", err)
 			}

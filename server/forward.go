@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -19,10 +18,19 @@ const forwardedHeader = "X-Service-Forwarded-By"
 // leaderReadyWait bounds how long a request waits for a new leader to catch up.
 const leaderReadyWait = 3 * time.Second
 
-// needsLeader says whether a request must be answered by the leader: writes,
-// and reads in default or consistent mode. Status and stale reads are local.
-func needsLeader(r *http.Request) bool {
-	if strings.HasPrefix(r.URL.Path, "/v1/status/") || r.Method == http.MethodOptions {
+// API is the HTTP API a server serves. Each of its routes declares whether
+// it is answered by this server itself (status, the agent's own metrics) or
+// by the leader; forwarding reads that declaration.
+type API interface {
+	http.Handler
+	AnsweredLocally(r *http.Request) bool
+}
+
+// needsLeader says whether a request must be answered by the leader:
+// writes, and reads in default or consistent mode, unless its route is
+// answered locally. Stale reads are local.
+func needsLeader(r *http.Request, local func(*http.Request) bool) bool {
+	if r.Method == http.MethodOptions || (local != nil && local(r)) {
 		return false
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -36,9 +44,9 @@ func needsLeader(r *http.Request) bool {
 // forwarding answers requests that need the leader on the leader: locally
 // when this server leads, through a reverse proxy to the leader's HTTP API
 // otherwise. The client sees the leader's status, headers and body.
-func (s *Server) forwarding(next http.Handler) http.Handler {
+func (s *Server) forwarding(next http.Handler, local func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !needsLeader(r) || s.waitLeaderReady(r.Context()) {
+		if !needsLeader(r, local) || s.waitLeaderReady(r.Context()) {
 			next.ServeHTTP(w, r)
 			return
 		}

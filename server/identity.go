@@ -91,6 +91,7 @@ func (s *Server) checkACLMode() error {
 // fail reports an error the agent cannot go on with (see Fatal).
 func (s *Server) fail(err error) {
 	s.logger.Error("stopping: " + err.Error())
+	s.failOnce.Do(func() { close(s.failed) })
 	select {
 	case s.fatalCh <- err:
 	default:

@@ -78,7 +78,7 @@ func TestJoinNeverRewritesAnotherMembersRecordWithoutTLS(t *testing.T) {
 // address leaves a single server a working leader: the joiner is a
 // non-voter and is never promoted.
 func TestBogusJoinerKeepsTheLeader(t *testing.T) {
-	ts := servertest.Start(t, servertest.Persistent(t.TempDir()))
+	ts := servertest.Start(t, servertest.Persistent(t.TempDir()), func(c *server.Config) { c.DeadNonvoterTimeout = 5 * time.Second })
 	certs := servertest.TestCerts(t)
 	c := certs.Client(t, certs.ServerCert, certs.ServerKey)
 	code, msg := get(t, c, http.MethodPut, "https://"+ts.HTTPAddr()+"/v1/internal/join",
@@ -100,6 +100,17 @@ func TestBogusJoinerKeepsTheLeader(t *testing.T) {
 			t.Fatalf("the unreachable joiner was made a voter: %+v", conf.Servers)
 		}
 	}
+	// After DeadNonvoterTimeout it is removed, and its record with it.
+	waitFor(t, 15*time.Second, "the unreachable non-voter to be removed", func() string {
+		if c := configOf(t, ts, ""); len(c.Servers) != 1 {
+			return fmt.Sprintf("configuration %+v", c.Servers)
+		}
+		if _, rec, _ := ts.State().Server(memdb.NewWatchSet(), "99999999-8888-4777-8666-555555555555"); rec != nil {
+			return "its record is still there"
+		}
+		return ""
+	})
+	create(t, ts, "after-removal")
 }
 
 // Issue 8, finding 2a: a server whose -acl-enabled differs from the

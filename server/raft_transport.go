@@ -93,6 +93,39 @@ func (c *handshakeConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
+// setupTransport opens Raft's network: none for a lone dev agent (it has no
+// peers), mutual TLS when configured, plain TCP otherwise.
+func (s *Server) setupTransport() error {
+	cfg := s.config
+	if cfg.Dev && len(cfg.Join) == 0 {
+		_, s.transport = raft.NewInmemTransport("")
+		return nil
+	}
+	var advertise net.Addr
+	if cfg.AdvertiseAddr != "" {
+		var err error
+		if advertise, err = net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr); err != nil {
+			return fmt.Errorf("invalid advertise address %q: %w", cfg.AdvertiseAddr, err)
+		}
+	}
+	if s.tls != nil {
+		stream, err := newTLSStreamLayer(cfg.BindAddr, advertise, s.tls.RaftServer(), s.tls.ServerClient())
+		if err != nil {
+			return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
+		}
+		s.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: s.logger.Named("raft-net"),
+		})
+		return nil
+	}
+	tr, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, s.logger.Named("raft-net"))
+	if err != nil {
+		return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
+	}
+	s.transport = tr
+	return nil
+}
+
 // secureDefaultError is why an agent without TLS may not form or join a
 // multi-server cluster.
 func secureDefaultError() error {

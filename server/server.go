@@ -18,7 +18,6 @@ import (
 	"time"
 
 	metrics "github.com/armon/go-metrics"
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -30,123 +29,12 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Config is one agent's configuration.
-type Config struct {
-	// Dev keeps everything in memory and, unless Join is set, bootstraps a
-	// one-node cluster at once.
-	Dev      bool
-	DataDir  string
-	NodeName string
-	// BindAddr is the Raft address (host:port; port 0 picks a free one).
-	BindAddr string
-	// AdvertiseAddr is the Raft address other servers use to reach this one
-	// (default: the bound address), e.g. behind a proxy or NAT.
-	AdvertiseAddr string
-	// HTTPAddr is the HTTP API address (host:port; port 0 picks a free one).
-	HTTPAddr        string
-	BootstrapExpect int
-	// Join are HTTP addresses (host:port) of other servers to form or join a cluster with.
-	Join []string
-
-	// TLS are the PEM files of mutual TLS between servers (Raft, and joining
-	// and forwarding over HTTPS) and of the HTTPS API. With TLS the HTTP
-	// address also answers HTTPS.
-	TLS tlsutil.Files
-	// HTTPSAddr, when set, serves the API over HTTPS only (needs TLS).
-	HTTPSAddr string
-	// InsecureRaft lets an agent form or join a multi-server cluster
-	// without TLS: anyone who reaches the Raft port can then take it over.
-	InsecureRaft bool
-	// HTTPMaxConnsPerClient caps the open connections per client IP (0: no
-	// cap); over it a client gets 429.
-	HTTPMaxConnsPerClient int
-	// HTTPBodyReadTimeout bounds reading a request body.
-	HTTPBodyReadTimeout time.Duration
-
-	// RaftTimeout is the heartbeat and election timeout; the leader lease is
-	// half of it. Shorter is faster failover, longer is fewer false elections.
-	RaftTimeout time.Duration
-	// ACLEnabled turns access control on: anything not granted is denied.
-	ACLEnabled bool
-	// ACLInitialManagementToken, when set, is created as a management token.
-	ACLInitialManagementToken string
-	// JoinToken is sent when asking a cluster to add this server; with ACLs
-	// on (and without TLS) it must be a management token. Defaults to
-	// ACLInitialManagementToken.
-	JoinToken string
-	// Datacenter names this cluster (node identities minted at login carry it).
-	Datacenter string
-	// TokenReapInterval is how often the leader deletes expired tokens.
-	TokenReapInterval time.Duration
-
-	// EnableDebug serves Go's profiler under /debug/pprof/ (management
-	// token required when ACLs are on).
-	EnableDebug bool
-
-	// RaftLogStore is the persistent Raft log store: LogStoreBoltDB (the
-	// default) or LogStoreWAL.
-	RaftLogStore string
-	// RaftBolt tunes the boltdb log store.
-	RaftBolt BoltOptions
-
-	// SnapshotThreshold is how many log entries trigger a snapshot.
-	SnapshotThreshold uint64
-	SnapshotInterval  time.Duration
-
-	Logger hclog.Logger
-
-	// SchedulerWorkers is how many evaluations the leader runs at once
-	// (default: the number of CPUs).
-	SchedulerWorkers int
-	// HeartbeatTTL is how long a client node may stay silent before it is
-	// marked down (default 10s).
-	HeartbeatTTL time.Duration
-	// DevNodes is how many simulated client nodes (mock_driver) the agent
-	// runs in its own process; agent -dev runs one.
-	DevNodes int
-	// Now is the clock of the domain services (default time.Now); tests
-	// pass a fake one.
-	Now func() time.Time
-
-	// EstablishHook, when set (fault-injection tests), runs before each attempt to
-	// establish leadership; an error fails the attempt.
-	EstablishHook func() error
-}
-
-// DefaultConfig returns the defaults of a persistent agent.
-func DefaultConfig() *Config {
-	host, _ := os.Hostname()
-	return &Config{
-		NodeName:          host,
-		BindAddr:          "127.0.0.1:8300",
-		HTTPAddr:          "127.0.0.1:8500",
-		RaftTimeout:       time.Second,
-		SnapshotThreshold: 8192,
-		SnapshotInterval:  30 * time.Second,
-		ACLEnabled:        true,
-		Datacenter:        "dc1",
-		TokenReapInterval: 30 * time.Second,
-
-		HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
-		HTTPBodyReadTimeout:   DefaultHTTPBodyReadTimeout,
-	}
-}
-
-// statusError is an error that carries the HTTP status it should be served with.
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e *statusError) Error() string   { return e.msg }
-func (e *statusError) StatusCode() int { return e.code }
-
 // ErrNoLeader is returned when there is no leader to serve a request.
-var ErrNoLeader error = &statusError{code: http.StatusServiceUnavailable, msg: "No cluster leader"}
+var ErrNoLeader error = state.NewError(state.ErrUnavailable, "No cluster leader")
 
 // errAbortedByRestore: a snapshot restore replaced the state while the write
 // was being committed, so the write was dropped; the client may retry.
-var errAbortedByRestore error = &statusError{code: http.StatusServiceUnavailable, msg: "The write was not applied: a snapshot restore replaced the state while it was being committed; retry it"}
+var errAbortedByRestore error = state.NewError(state.ErrUnavailable, "The write was not applied: a snapshot restore replaced the state while it was being committed; retry it")
 
 // applyEnqueueTimeout bounds how long a write waits to enter Raft's queue.
 const applyEnqueueTimeout = 30 * time.Second
@@ -160,6 +48,8 @@ type Server struct {
 	// is what its record keeps.
 	key, keyHash string
 	fatalCh      chan error
+	failed       chan struct{} // closed by fail
+	failOnce     sync.Once
 
 	fsm  *raftfsm.FSM
 	raft *raft.Raft
@@ -206,6 +96,9 @@ type Server struct {
 	queryCtx    context.Context
 	cancelQuery context.CancelFunc
 
+	// inproc serves the API to clients inside this process (dev nodes).
+	inproc *memListener
+
 	// leader is the registry of routines run while this node leads.
 	leader leaderRoutines
 
@@ -216,9 +109,7 @@ type Server struct {
 
 // New opens the stores and starts Raft. It does not serve HTTP yet: Serve does.
 func New(cfg *Config) (*Server, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
+	cfg.SetDefaults()
 	if !cfg.Dev && cfg.DataDir == "" {
 		return nil, errors.New("a data directory is required: set -data-dir, or use -dev")
 	}
@@ -230,21 +121,6 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if cfg.BootstrapExpect > 1 && len(cfg.Join) == 0 {
 		return nil, fmt.Errorf("-bootstrap-expect=%d needs -join addresses of the other servers", cfg.BootstrapExpect)
-	}
-	if cfg.RaftTimeout <= 0 {
-		cfg.RaftTimeout = time.Second
-	}
-	if cfg.TokenReapInterval <= 0 {
-		cfg.TokenReapInterval = 30 * time.Second
-	}
-	if cfg.Datacenter == "" {
-		cfg.Datacenter = "dc1"
-	}
-	if cfg.JoinToken == "" {
-		cfg.JoinToken = cfg.ACLInitialManagementToken
-	}
-	if cfg.HTTPBodyReadTimeout <= 0 {
-		cfg.HTTPBodyReadTimeout = DefaultHTTPBodyReadTimeout
 	}
 	var bundle *tlsutil.Bundle
 	if cfg.TLS.Enabled() {
@@ -270,6 +146,7 @@ func New(cfg *Config) (*Server, error) {
 		registerCh:  make(chan struct{}, 1),
 		tls:         bundle,
 		fatalCh:     make(chan error, 1),
+		failed:      make(chan struct{}),
 	}
 	s.forwardTransport = &http.Transport{
 		MaxIdleConnsPerHost: 64,
@@ -371,39 +248,6 @@ func (s *Server) setupRaft() error {
 	return nil
 }
 
-// setupTransport opens Raft's network: none for a lone dev agent (it has no
-// peers), mutual TLS when configured, plain TCP otherwise.
-func (s *Server) setupTransport() error {
-	cfg := s.config
-	if cfg.Dev && len(cfg.Join) == 0 {
-		_, s.transport = raft.NewInmemTransport("")
-		return nil
-	}
-	var advertise net.Addr
-	if cfg.AdvertiseAddr != "" {
-		var err error
-		if advertise, err = net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr); err != nil {
-			return fmt.Errorf("invalid advertise address %q: %w", cfg.AdvertiseAddr, err)
-		}
-	}
-	if s.tls != nil {
-		stream, err := newTLSStreamLayer(cfg.BindAddr, advertise, s.tls.RaftServer(), s.tls.ServerClient())
-		if err != nil {
-			return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
-		}
-		s.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: s.logger.Named("raft-net"),
-		})
-		return nil
-	}
-	tr, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, s.logger.Named("raft-net"))
-	if err != nil {
-		return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
-	}
-	s.transport = tr
-	return nil
-}
-
 // loadNodeID returns the node's Raft ID: random in dev mode, otherwise
 // generated once and kept in the data directory.
 func (s *Server) loadNodeID() (string, error) {
@@ -474,7 +318,7 @@ func (s *Server) monitorLeadership() {
 // Serve starts serving the API handler on the HTTP address, behind leader
 // forwarding and beside the internal cluster endpoints, returns once it
 // listens, and starts forming or joining the cluster.
-func (s *Server) Serve(handler http.Handler) error {
+func (s *Server) Serve(handler API) error {
 	ln, err := net.Listen("tcp", s.config.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("failed to listen on HTTP address %s: %w", s.config.HTTPAddr, err)
@@ -502,7 +346,8 @@ func (s *Server) Serve(handler http.Handler) error {
 		ErrorLog:          s.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	s.logger.Info("HTTP API listening", "address", "http://"+ln.Addr().String(), "raft_address", s.transport.LocalAddr(), "node", s.config.NodeName, "node_id", s.nodeID, "tls", s.tls != nil)
-	listeners := []net.Listener{s.httpListener}
+	s.inproc = newMemListener()
+	listeners := []net.Listener{s.httpListener, s.inproc}
 	if s.httpsListener != nil {
 		s.logger.Info("HTTPS API listening", "address", "https://"+s.httpsListener.Addr().String())
 		listeners = append(listeners, s.httpsListener)
@@ -582,16 +427,6 @@ func (s *Server) closeStores() {
 
 // State is the current state store.
 func (s *Server) State() *state.Store { return s.fsm.State() }
-
-// Apply commits one request through Raft and returns what the FSM returned
-// for it: the applied object, or the state store's rejection as an error.
-func (s *Server) Apply(t fsm.MessageType, req any) (any, error) {
-	buf, err := fsm.Encode(t, req)
-	if err != nil {
-		return nil, err
-	}
-	return s.ApplyEntry(buf)
-}
 
 // ApplyEntry commits one encoded log entry (see fsm.Apply for the typed
 // form) and returns what the FSM returned for it.

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/snapshot"
+	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/raft"
 )
 
@@ -48,7 +48,7 @@ func (s *Server) SnapshotRestore(r io.Reader) error {
 	archive, err := snapshot.Read(r)
 	if err != nil {
 		if errors.Is(err, snapshot.ErrInvalid) {
-			return &statusError{code: http.StatusBadRequest, msg: err.Error()}
+			return state.NewError(state.ErrInvalid, "%s", err.Error())
 		}
 		return err
 	}
@@ -58,7 +58,7 @@ func (s *Server) SnapshotRestore(r io.Reader) error {
 		return err
 	}
 	if _, err := fsm.DecodeSnapshot(body); err != nil {
-		return &statusError{code: http.StatusBadRequest, msg: fmt.Sprintf("invalid snapshot archive: the state does not decode: %v", err)}
+		return state.NewError(state.ErrInvalid, "invalid snapshot archive: the state does not decode: %v", err)
 	}
 	if body, err = archive.State(); err != nil {
 		return err

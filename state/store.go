@@ -33,6 +33,9 @@ const (
 	ErrConflict
 	// ErrForbidden: the write is not allowed any more (e.g. a second bootstrap).
 	ErrForbidden
+	// ErrUnavailable: no server can take the request now (no leader, a
+	// write dropped by a snapshot restore); the client may retry.
+	ErrUnavailable
 )
 
 // Error is a state-store rejection of a write. Its message is meant for the user.

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/server/servertest"
-	"github.com/ctlplane/ctlplane/state"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 )
@@ -102,9 +102,9 @@ func TestACLBootstrapCLI(t *testing.T) {
 	accessor := kvField(t, out, "AccessorID")
 
 	// The minted token works, and is a management token.
-	var self state.ACLToken
+	var self api.ACLToken
 	jsonOut(t, cliAt(ts.URL, secret, "acl", "token", "read", "-self", "-format=json").ok(t), &self)
-	if self.AccessorID != accessor || len(self.Policies) != 1 || self.Policies[0].ID != state.GlobalManagementPolicyID {
+	if self.AccessorID != accessor || len(self.Policies) != 1 || self.Policies[0].ID != api.GlobalManagementPolicyID {
 		t.Fatalf("token/self = %+v", self)
 	}
 
@@ -130,14 +130,14 @@ func TestACLPolicyCLI(t *testing.T) {
 	}
 	id := kvField(t, out, "ID")
 
-	var p state.ACLPolicy
+	var p api.ACLPolicy
 	jsonOut(t, acl("read", "-name=readers", "-format=json").ok(t), &p)
 	if p.ID != id || p.Name != "readers" || p.Rules != "acl = \"read\"\n" || p.CreateIndex == 0 {
 		t.Fatalf("read -name = %+v", p)
 	}
 	mustContain(t, acl("read", "-id="+id).ok(t), "readers", "Rules:")
 	mustContain(t, acl("list").ok(t), "readers", "global-management")
-	var list []state.ACLPolicy
+	var list []api.ACLPolicy
 	jsonOut(t, acl("list", "-format=json").ok(t), &list)
 	if len(list) != 2 {
 		t.Fatalf("list = %+v", list)
@@ -171,15 +171,15 @@ func TestACLTokenCLI(t *testing.T) {
 	acl := func(args ...string) cliResult { return cliAt(ts.URL, mgmtSecret, append([]string{"acl"}, args...)...) }
 	acl("policy", "create", "-name=ops", `-rules=operator = "read"`).ok(t)
 
-	var tok state.ACLToken
+	var tok api.ACLToken
 	jsonOut(t, acl("token", "create", "-description=ci", "-policy-name=ops", "-expires-ttl=1h",
 		"-service-identity=web:dc1,dc2", "-node-identity=n1:dc1", "-format=json").ok(t), &tok)
 	if tok.Description != "ci" || len(tok.Policies) != 1 || tok.Policies[0].Name != "ops" || tok.ExpirationTTL != time.Hour ||
 		tok.ExpirationTime == nil || time.Until(*tok.ExpirationTime) < 50*time.Minute || tok.SecretID == "" {
 		t.Fatalf("created %+v", tok)
 	}
-	wantSI := []*state.ACLServiceIdentity{{ServiceName: "web", Datacenters: []string{"dc1", "dc2"}}}
-	if !reflect.DeepEqual(tok.ServiceIdentities, wantSI) || len(tok.NodeIdentities) != 1 || *tok.NodeIdentities[0] != (state.ACLNodeIdentity{NodeName: "n1", Datacenter: "dc1"}) {
+	wantSI := []*api.ACLServiceIdentity{{ServiceName: "web", Datacenters: []string{"dc1", "dc2"}}}
+	if !reflect.DeepEqual(tok.ServiceIdentities, wantSI) || len(tok.NodeIdentities) != 1 || *tok.NodeIdentities[0] != (api.ACLNodeIdentity{NodeName: "n1", Datacenter: "dc1"}) {
 		t.Fatalf("identities %+v %+v", tok.ServiceIdentities, tok.NodeIdentities)
 	}
 
@@ -197,7 +197,7 @@ func TestACLTokenCLI(t *testing.T) {
 	cliAt(ts.URL, "no-such-secret", "acl", "token", "list").fails(t, "Error: 403 ACL not found\n")
 
 	// update keeps what no flag gives.
-	var upd state.ACLToken
+	var upd api.ACLToken
 	jsonOut(t, acl("token", "update", "-id="+tok.AccessorID, "-description=ci2", "-format=json").ok(t), &upd)
 	if upd.Description != "ci2" || len(upd.Policies) != 1 || upd.Policies[0].Name != "ops" || upd.ExpirationTTL != time.Hour || len(upd.ServiceIdentities) != 1 {
 		t.Fatalf("updated %+v", upd)
@@ -214,7 +214,7 @@ func TestACLTokenCLI(t *testing.T) {
 		t.Fatalf("create with IDs printed:\n%s", out)
 	}
 
-	mustContain(t, acl("token", "list").ok(t), tok.AccessorID, accessor, state.AnonymousTokenID)
+	mustContain(t, acl("token", "list").ok(t), tok.AccessorID, accessor, api.AnonymousTokenID)
 	if out := acl("token", "delete", "-id="+tok.AccessorID).ok(t); out != "Token \""+tok.AccessorID+"\" deleted successfully\n" {
 		t.Fatalf("delete printed %q", out)
 	}
@@ -233,13 +233,13 @@ func TestACLRoleCLI(t *testing.T) {
 	mustContain(t, out, " - ops\n", "web (Datacenters: all)", "n1 (Datacenter: dc1)")
 	id := kvField(t, out, "ID")
 
-	var role state.ACLRole
+	var role api.ACLRole
 	jsonOut(t, acl("role", "read", "-name=web-role", "-format=json").ok(t), &role)
 	if role.ID != id || role.Description != "web" || len(role.Policies) != 1 || role.Policies[0].Name != "ops" {
 		t.Fatalf("read %+v", role)
 	}
 
-	var tok state.ACLToken
+	var tok api.ACLToken
 	jsonOut(t, acl("token", "create", "-role-name=web-role", "-format=json").ok(t), &tok)
 	if len(tok.Roles) != 1 || tok.Roles[0].ID != id || tok.Roles[0].Name != "web-role" {
 		t.Fatalf("token roles %+v", tok.Roles)
@@ -260,10 +260,10 @@ func TestACLBindingRuleCLI(t *testing.T) {
 		return cliAt(ts.URL, mgmtSecret, append([]string{"acl", "binding-rule"}, args...)...)
 	}
 
-	var rule state.BindingRule
+	var rule api.BindingRule
 	jsonOut(t, acl("create", "-method=minikube", "-bind-type=service", "-bind-name=k8s-${serviceaccount.name}",
 		"-selector=serviceaccount.namespace==default", "-description=k8s", "-format=json").ok(t), &rule)
-	want := state.BindingRule{ID: rule.ID, Description: "k8s", AuthMethod: "minikube", Selector: "serviceaccount.namespace==default",
+	want := api.BindingRule{ID: rule.ID, Description: "k8s", AuthMethod: "minikube", Selector: "serviceaccount.namespace==default",
 		BindType: "service", BindName: "k8s-${serviceaccount.name}", Namespace: "default", CreateIndex: rule.CreateIndex, ModifyIndex: rule.ModifyIndex}
 	if rule != want || rule.ID == "" {
 		t.Fatalf("created %+v", rule)
@@ -275,7 +275,7 @@ func TestACLBindingRuleCLI(t *testing.T) {
 		t.Fatalf("read printed:\n%s", out)
 	}
 
-	var list []state.BindingRule
+	var list []api.BindingRule
 	jsonOut(t, acl("list", "-method=minikube", "-format=json").ok(t), &list)
 	if len(list) != 1 || list[0].ID != rule.ID {
 		t.Fatalf("list -method=minikube = %+v", list)
@@ -431,7 +431,7 @@ func TestLoginCLI(t *testing.T) {
 	if out := runCLI(args...).ok(t); out != "5ec2e7ab-0000-4000-8000-000000000002\n" {
 		t.Fatalf("login printed %q", out)
 	}
-	var tok state.ACLToken
+	var tok api.ACLToken
 	jsonOut(t, runCLI(append(args, "-format=json")...).ok(t), &tok)
 	if tok.AuthMethod != "minikube" || tok.SecretID != "5ec2e7ab-0000-4000-8000-000000000002" {
 		t.Fatalf("login -format=json = %+v", tok)
@@ -579,7 +579,7 @@ func TestLoginCLIWithServer(t *testing.T) {
 	}
 
 	secret := strings.TrimSpace(runCLI("login", "-address="+ts.URL, "-method=minikube", "-bearer-token-file="+bearer, "-meta=host=h1").ok(t))
-	var tok state.ACLToken
+	var tok api.ACLToken
 	jsonOut(t, cliAt(ts.URL, secret, "acl", "token", "read", "-self", "-format=json").ok(t), &tok)
 	if tok.AuthMethod != "minikube" || len(tok.ServiceIdentities) != 1 || tok.ServiceIdentities[0].ServiceName != "svc-web" || tok.ExpirationTime == nil {
 		t.Fatalf("login token %+v", tok)

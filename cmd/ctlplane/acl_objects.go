@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/api"
 )
 
 // The ACL objects' commands. create and update share one function per
@@ -107,7 +107,7 @@ const policyUsage = `Usage: ctlplane acl policy <command> [flags]
 `
 
 var policyCommands = namedObjectCommands("policy", "Policy", "/v1/acl/policies",
-	func(p *state.ACLPolicy) string { return p.ID }, prettyPolicy, policyWrite(false), policyWrite(true))
+	func(p *api.ACLPolicy) string { return p.ID }, prettyPolicy, policyWrite(false), policyWrite(true))
 
 func policyWrite(update bool) func(*aclCmd, []string) int {
 	return func(c *aclCmd, args []string) int {
@@ -123,14 +123,14 @@ func policyWrite(update bool) func(*aclCmd, []string) int {
 		if !c.parse(args) {
 			return 1
 		}
-		p, path := &state.ACLPolicy{}, "/v1/acl/policy"
+		p, path := &api.ACLPolicy{}, "/v1/acl/policy"
 		if update {
 			sel, ok := pathOf("policy", id, *name)
 			if !ok {
 				return c.usageError("-id or -name is required")
 			}
 			var err error
-			if p, err = fetch[state.ACLPolicy](c, sel); err != nil {
+			if p, err = fetch[api.ACLPolicy](c, sel); err != nil {
 				return c.done(err)
 			}
 			path += "/" + url.PathEscape(p.ID)
@@ -158,7 +158,7 @@ func policyWrite(update bool) func(*aclCmd, []string) int {
 	}
 }
 
-func prettyPolicy(kv *kvWriter, p *state.ACLPolicy) {
+func prettyPolicy(kv *kvWriter, p *api.ACLPolicy) {
 	kv.field("ID", p.ID)
 	kv.field("Name", p.Name)
 	kv.field("Description", p.Description)
@@ -191,7 +191,7 @@ func addGrantFlags(c *aclCmd, withRoles bool) *grantFlags {
 
 // apply replaces each kind of grant whose flags were given (roles may be
 // nil for a role). A bad identity flag is a usage error.
-func (g *grantFlags) apply(c *aclCmd, policies, roles *[]state.ACLLink, services *[]*state.ACLServiceIdentity, nodes *[]*state.ACLNodeIdentity) error {
+func (g *grantFlags) apply(c *aclCmd, policies, roles *[]api.ACLLink, services *[]*api.ACLServiceIdentity, nodes *[]*api.ACLNodeIdentity) error {
 	if c.set["policy-name"] || c.set["policy-id"] {
 		*policies = links(g.policyIDs, g.policyNames)
 	}
@@ -205,7 +205,7 @@ func (g *grantFlags) apply(c *aclCmd, policies, roles *[]state.ACLLink, services
 			if name == "" {
 				return fmt.Errorf("invalid -service-identity %q: use NAME or NAME:DC1,DC2", s)
 			}
-			si := &state.ACLServiceIdentity{ServiceName: name}
+			si := &api.ACLServiceIdentity{ServiceName: name}
 			if dcs != "" {
 				si.Datacenters = strings.Split(dcs, ",")
 			}
@@ -219,24 +219,24 @@ func (g *grantFlags) apply(c *aclCmd, policies, roles *[]state.ACLLink, services
 			if name == "" || dc == "" {
 				return fmt.Errorf("invalid -node-identity %q: use NAME:DATACENTER", s)
 			}
-			*nodes = append(*nodes, &state.ACLNodeIdentity{NodeName: name, Datacenter: dc})
+			*nodes = append(*nodes, &api.ACLNodeIdentity{NodeName: name, Datacenter: dc})
 		}
 	}
 	return nil
 }
 
-func links(ids, names []string) []state.ACLLink {
-	var out []state.ACLLink
+func links(ids, names []string) []api.ACLLink {
+	var out []api.ACLLink
 	for _, id := range ids {
-		out = append(out, state.ACLLink{ID: id})
+		out = append(out, api.ACLLink{ID: id})
 	}
 	for _, n := range names {
-		out = append(out, state.ACLLink{Name: n})
+		out = append(out, api.ACLLink{Name: n})
 	}
 	return out
 }
 
-func linkLines(ls []state.ACLLink) []string {
+func linkLines(ls []api.ACLLink) []string {
 	out := make([]string, len(ls))
 	for i, l := range ls {
 		out[i] = l.ID + " - " + l.Name
@@ -244,7 +244,7 @@ func linkLines(ls []state.ACLLink) []string {
 	return out
 }
 
-func identityLines(services []*state.ACLServiceIdentity, nodes []*state.ACLNodeIdentity) (s, n []string) {
+func identityLines(services []*api.ACLServiceIdentity, nodes []*api.ACLNodeIdentity) (s, n []string) {
 	for _, si := range services {
 		dcs := "all"
 		if len(si.Datacenters) > 0 {
@@ -333,13 +333,13 @@ func tokenWrite(update bool) func(*aclCmd, []string) int {
 		if !c.parse(args) {
 			return 1
 		}
-		t, path := &state.ACLToken{}, "/v1/acl/token"
+		t, path := &api.ACLToken{}, "/v1/acl/token"
 		if update {
 			if id == "" {
 				return c.usageError("-id is required")
 			}
 			var err error
-			if t, err = fetch[state.ACLToken](c, "/v1/acl/token/"+url.PathEscape(id)); err != nil {
+			if t, err = fetch[api.ACLToken](c, "/v1/acl/token/"+url.PathEscape(id)); err != nil {
 				return c.done(err)
 			}
 			path += "/" + url.PathEscape(t.AccessorID)
@@ -358,7 +358,7 @@ func tokenWrite(update bool) func(*aclCmd, []string) int {
 	}
 }
 
-func prettyToken(kv *kvWriter, t *state.ACLToken) {
+func prettyToken(kv *kvWriter, t *api.ACLToken) {
 	kv.field("AccessorID", t.AccessorID)
 	kv.field("SecretID", t.SecretID)
 	kv.field("Description", t.Description)
@@ -390,7 +390,7 @@ const roleUsage = `Usage: ctlplane acl role <command> [flags]
 `
 
 var roleCommands = namedObjectCommands("role", "Role", "/v1/acl/roles",
-	func(r *state.ACLRole) string { return r.ID }, prettyRole, roleWrite(false), roleWrite(true))
+	func(r *api.ACLRole) string { return r.ID }, prettyRole, roleWrite(false), roleWrite(true))
 
 func roleWrite(update bool) func(*aclCmd, []string) int {
 	return func(c *aclCmd, args []string) int {
@@ -404,14 +404,14 @@ func roleWrite(update bool) func(*aclCmd, []string) int {
 		if !c.parse(args) {
 			return 1
 		}
-		r, path := &state.ACLRole{}, "/v1/acl/role"
+		r, path := &api.ACLRole{}, "/v1/acl/role"
 		if update {
 			sel, ok := pathOf("role", id, *name)
 			if !ok {
 				return c.usageError("-id or -name is required")
 			}
 			var err error
-			if r, err = fetch[state.ACLRole](c, sel); err != nil {
+			if r, err = fetch[api.ACLRole](c, sel); err != nil {
 				return c.done(err)
 			}
 			path += "/" + url.PathEscape(r.ID)
@@ -432,7 +432,7 @@ func roleWrite(update bool) func(*aclCmd, []string) int {
 	}
 }
 
-func prettyRole(kv *kvWriter, r *state.ACLRole) {
+func prettyRole(kv *kvWriter, r *api.ACLRole) {
 	kv.field("ID", r.ID)
 	kv.field("Name", r.Name)
 	kv.field("Description", r.Description)
@@ -659,14 +659,14 @@ func bindingRuleWrite(update bool) func(*aclCmd, []string) int {
 		if !c.parse(args) {
 			return 1
 		}
-		r, path := &state.BindingRule{AuthMethod: method}, "/v1/acl/binding-rule"
+		r, path := &api.BindingRule{AuthMethod: method}, "/v1/acl/binding-rule"
 		if update {
 			if id == "" {
 				return c.usageError("-id is required")
 			}
 			path = bindingRulePath(id)
 			var err error
-			if r, err = fetch[state.BindingRule](c, path); err != nil {
+			if r, err = fetch[api.BindingRule](c, path); err != nil {
 				return c.done(err)
 			}
 		} else if method == "" || *bindType == "" || *bindName == "" {
@@ -689,7 +689,7 @@ func bindingRuleWrite(update bool) func(*aclCmd, []string) int {
 	}
 }
 
-func prettyBindingRule(kv *kvWriter, r *state.BindingRule) {
+func prettyBindingRule(kv *kvWriter, r *api.BindingRule) {
 	kv.field("ID", r.ID)
 	kv.field("AuthMethod", r.AuthMethod)
 	kv.field("Description", r.Description)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/ctlplane/ctlplane/server"
 	ctlagent "github.com/ctlplane/ctlplane/server/agent"
@@ -17,6 +16,9 @@ import (
 )
 
 func runAgent(args []string, stdout, stderr io.Writer) int {
+	if isClientAgent(args) {
+		return runClientAgent(args, stdout, stderr)
+	}
 	cfg := server.DefaultConfig()
 	flags := flag.NewFlagSet("agent", flag.ContinueOnError)
 	flags.SetOutput(stderr)
@@ -82,24 +84,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.BindAddr = *bind
 	cfg.RaftTimeout = *raftTimeout
-	if cfg.Dev {
-		if cfg.BindAddr == "" {
-			cfg.BindAddr = "127.0.0.1:0"
-		}
-		if cfg.RaftTimeout == 0 {
-			cfg.RaftTimeout = 100 * time.Millisecond
-		}
-	}
-	if cfg.BindAddr == "" {
-		cfg.BindAddr = "127.0.0.1:8300"
-	}
 	cfg.DevNodes = *devNodes
-	if cfg.DevNodes < 0 {
-		cfg.DevNodes = 0
-		if cfg.Dev {
-			cfg.DevNodes = 1
-		}
-	}
 
 	srv, err := ctlagent.New(cfg)
 	if err != nil {

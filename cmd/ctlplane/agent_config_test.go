@@ -71,17 +71,25 @@ func tokenWorks(t *testing.T, a *agent, secret string) bool {
 	}
 }
 
+// nodeName is the Raft configuration, once it names the server (the
+// server records itself just after it leads).
 func nodeName(t *testing.T, a *agent, secret string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, a.url+"/v1/operator/raft/configuration", nil)
-	req.Header.Set("X-Service-Token", secret)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(startTimeout)
+	for {
+		req, _ := http.NewRequest(http.MethodGet, a.url+"/v1/operator/raft/configuration", nil)
+		req.Header.Set("X-Service-Token", secret)
+		resp, err := a.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), `"Node":""`) || time.Now().After(deadline) {
+			return string(body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return string(body)
 }
 
 // Issue 8, finding 7: the secret flags also read an environment variable

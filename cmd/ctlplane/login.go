@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/api"
 )
 
 const loginUsage = `Usage: ctlplane login -method=NAME -bearer-token-file=FILE [-token-sink-file=FILE] [-meta=KEY=VALUE ...]
@@ -65,10 +65,10 @@ func runLogin(args []string, stdout, stderr io.Writer) int {
 	// Login needs no token; a stale one in CTLPLANE_TOKEN must not get in the way.
 	c.client.token = ""
 	if *sink == "" {
-		_, err := request(c, http.MethodPost, "/v1/acl/login", &req, func(kv *kvWriter, t *state.ACLToken) { kv.line(t.SecretID) })
+		_, err := request(c, http.MethodPost, "/v1/acl/login", &req, func(kv *kvWriter, t *api.ACLToken) { kv.line(t.SecretID) })
 		return c.done(err)
 	}
-	var tok state.ACLToken
+	var tok api.ACLToken
 	if _, err := c.client.call(http.MethodPost, "/v1/acl/login", &req, &tok); err != nil {
 		return c.done(err)
 	}

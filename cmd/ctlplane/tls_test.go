@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ctlplane/ctlplane/server/servertest"
 )
 
 // runIn runs `ctlplane args...` as a subprocess in dir and returns its exit
@@ -52,7 +54,7 @@ var (
 func tlsAgentArgs(t *testing.T) []string {
 	t.Helper()
 	tlsDirOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ctlplane-cli-certs-")
+		dir, err := servertest.ProcessTempDir("ctlplane-clitest-certs-pid")
 		if err != nil {
 			tlsDirErr = err.Error()
 			return
@@ -210,6 +212,14 @@ func TestAgentHTTPSAndCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list-peers with a client certificate: exit %d\n%s%s", code, out, errOut)
 	}
+	// The same through the environment.
+	t.Setenv("CTLPLANE_CACERT", ca)
+	t.Setenv("CTLPLANE_HTTP_ADDR", httpsURL)
+	t.Setenv("CTLPLANE_TOKEN", testManagementToken)
+	if code, out, errOut = ctl("operator", "raft", "list-peers"); code != 0 {
+		t.Fatalf("list-peers with CTLPLANE_CACERT: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("CTLPLANE_CACERT", "")
 	// Without the CA the server is not trusted.
 	if code, _, errOut = ctl("operator", "raft", "list-peers", "-address", httpsURL, "-token", testManagementToken); code == 0 || !strings.Contains(errOut, "certificate") {
 		t.Errorf("list-peers without -ca-file: exit %d %q, want a certificate error", code, errOut)

@@ -47,8 +47,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	for i, l := range logs {
 		entries[i].Index = l.Index
 		if l.Type == raft.LogCommand {
-			// Not nil, so that an empty command is refused as Apply does.
-			entries[i].Data = append(l.Data[:0:0], l.Data...)
+			entries[i].Data = l.Data
+			if l.Data == nil {
+				// Not nil, so that an empty command is refused as Apply does.
+				entries[i].Data = []byte{}
+			}
 		}
 	}
 	return f.ApplyEntries(entries)

@@ -62,6 +62,9 @@ func (s *Service) Explain(ctx context.Context, req ExplainRequest) (*Explanation
 	if (req.BearerToken == "") == (req.Identity == nil) {
 		return nil, invalid("Explain needs exactly one of BearerToken or Identity")
 	}
+	if err := checkLoginMeta(req.Meta); err != nil {
+		return nil, err
+	}
 	out := &Explanation{AuthMethod: req.AuthMethod, BindingRules: []ExplainRule{}}
 	if req.NamespaceGiven {
 		out.Namespace = req.Namespace

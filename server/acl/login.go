@@ -2,7 +2,6 @@ package acl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,6 +37,9 @@ type LoginRequest struct {
 // through the method's binding rules and mints a token. Nothing is written
 // unless the login succeeds.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (*state.ACLToken, error) {
+	if err := checkLoginMeta(req.Meta); err != nil {
+		return nil, err
+	}
 	method, v, err := s.loginMethod(req.AuthMethod, req.Namespace, req.NamespaceGiven)
 	if err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (*state.ACLToken,
 	tok := *plan.token
 	tok.AccessorID = uuid.NewString()
 	tok.SecretID = uuid.NewString()
-	out, err := apply[*state.ACLToken](s, fsm.ACLTokenSetType, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
+	out, err := fsm.Apply(s.deps.Raft, fsm.ACLTokenSet, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
 	if IsNotFound(err) {
 		// The method was deleted since it was read: nothing was minted.
 		return nil, authMethodNotFound(req.AuthMethod)
@@ -73,7 +75,7 @@ func (s *Service) Logout(secret string) error {
 	if tok.AuthMethod == "" {
 		return forbidden("Permission denied: token wasn't created via login")
 	}
-	_, err = applyAny(s, fsm.ACLTokenDeleteType, &fsm.ACLTokenDeleteRequest{AccessorID: tok.AccessorID})
+	_, err = fsm.Apply(s.deps.Raft, fsm.ACLTokenDelete, &fsm.ACLTokenDeleteRequest{AccessorID: tok.AccessorID})
 	if IsNotFound(err) {
 		return ErrTokenNotFound // logged out concurrently
 	}
@@ -84,14 +86,15 @@ func (s *Service) Logout(secret string) error {
 // that names a namespace other than the method's does not find the method
 // there (403, upstream's text).
 func (s *Service) loginMethod(name, ns string, nsGiven bool) (*state.ACLAuthMethod, *authmethod.Validator, error) {
-	_, method, err := s.deps.State().ACLAuthMethod(memdb.NewWatchSet(), name)
+	st := s.deps.State()
+	_, method, err := st.ACLAuthMethod(memdb.NewWatchSet(), name)
 	if err != nil {
 		return nil, nil, err
 	}
 	if method == nil || (nsGiven && ns != methodNamespace(method)) {
 		return nil, nil, authMethodNotFound(name)
 	}
-	v, err := s.validators.get(method, s.deps.Now)
+	v, err := s.validators.get(st, method, s.deps.Now, s.allowHTTPKeyURLs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,13 +159,9 @@ func (s *Service) bind(method *state.ACLAuthMethod, id *authmethod.Identity, met
 	if b.None() {
 		return plan, ErrLoginPermissionDenied
 	}
-	desc := "token created via login"
-	if len(meta) > 0 {
-		buf, err := json.Marshal(meta)
-		if err != nil {
-			return nil, err
-		}
-		desc += ": " + string(buf)
+	desc, err := loginDescription(meta)
+	if err != nil {
+		return plan, err
 	}
 	now := s.Now().UTC()
 	tok := &state.ACLToken{
@@ -186,9 +185,12 @@ func (s *Service) bind(method *state.ACLAuthMethod, id *authmethod.Identity, met
 
 // validatorCache keeps a validator per auth method, rebuilt when the method
 // is replaced (its indexes change), so that JWKS keys are cached across
-// logins.
+// logins. Entries belong to one state store: after a snapshot restore
+// (from another cluster, say) the same name and indexes can describe
+// another method, so a new store starts the cache over, as the resolver's.
 type validatorCache struct {
 	mu      sync.Mutex
+	store   *state.Store
 	entries map[string]validatorEntry
 }
 
@@ -197,10 +199,15 @@ type validatorEntry struct {
 	validator                *authmethod.Validator
 }
 
-func (c *validatorCache) get(m *state.ACLAuthMethod, now func() time.Time) (*authmethod.Validator, error) {
+func (c *validatorCache) get(st *state.Store, m *state.ACLAuthMethod, now func() time.Time, allowHTTP bool) (*authmethod.Validator, error) {
 	key := strings.ToLower(m.Name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.store != st {
+		// A request still on the old store rebuilds too; that only costs
+		// a key fetch.
+		c.store, c.entries = st, nil
+	}
 	if e, ok := c.entries[key]; ok && e.createIndex == m.CreateIndex && e.modifyIndex == m.ModifyIndex {
 		return e.validator, nil
 	}
@@ -210,7 +217,7 @@ func (c *validatorCache) get(m *state.ACLAuthMethod, now func() time.Time) (*aut
 	}
 	var v *authmethod.Validator
 	if err == nil {
-		v, err = authmethod.NewValidator(cfg, authmethod.WithClock(now))
+		v, err = authmethod.NewValidator(cfg, authmethod.WithClock(now), authmethod.WithHTTPKeyURLs(allowHTTP))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("auth method validator for %q could not be initialized: %v", m.Name, err)

@@ -37,6 +37,12 @@ func (s *Service) WriteBindingRule(id string, req BindingRuleRequest) (*state.Bi
 	if !update && req.AuthMethod == "" {
 		return nil, invalid("Invalid Binding Rule: no AuthMethod is set")
 	}
+	if err := checkLen("Invalid Binding Rule", "AuthMethod", req.AuthMethod, MaxNameLength); err != nil {
+		return nil, err
+	}
+	if err := checkLen("Invalid Binding Rule", "Description", req.Description, MaxDescriptionLength); err != nil {
+		return nil, err
+	}
 	if err := bindrule.ValidateFields(req.Selector, req.BindType, req.BindName); err != nil {
 		return nil, invalid("%s", err.Error())
 	}
@@ -64,7 +70,7 @@ func (s *Service) WriteBindingRule(id string, req BindingRuleRequest) (*state.Bi
 			return nil, err
 		}
 	}
-	return apply[*state.BindingRule](s, fsm.BindingRuleSetType, &set)
+	return fsm.Apply(s.deps.Raft, fsm.BindingRuleSet, &set)
 }
 
 // newBindingRuleID returns a random UUID no rule has. The FSM refuses a
@@ -118,7 +124,7 @@ func (s *Service) checkBindingRuleMethod(methodName, ruleID, ns, selector, bindT
 
 // DeleteBindingRule deletes the rule with that ID from namespace ns.
 func (s *Service) DeleteBindingRule(id, ns string) error {
-	_, err := applyAny(s, fsm.BindingRuleDeleteType, &fsm.BindingRuleDeleteRequest{ID: id, Namespace: ns})
+	_, err := fsm.Apply(s.deps.Raft, fsm.BindingRuleDelete, &fsm.BindingRuleDeleteRequest{ID: id, Namespace: ns})
 	if IsNotFound(err) {
 		return notFound("Cannot find binding rule to delete")
 	}
@@ -150,6 +156,15 @@ type AuthMethodRequest struct {
 func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.ACLAuthMethod, error) {
 	if req.Name == "" {
 		return nil, invalid("Invalid Auth Method: no Name is set")
+	}
+	if err := checkNameAndDescription("Invalid Auth Method", req.Name, req.Description); err != nil {
+		return nil, err
+	}
+	if err := checkLen("Invalid Auth Method", "DisplayName", req.DisplayName, MaxDisplayNameLength); err != nil {
+		return nil, err
+	}
+	if err := checkAuthMethodConfig(req.Config); err != nil {
+		return nil, err
 	}
 	if !aclNameRE.MatchString(req.Name) {
 		return nil, invalid("Invalid Auth Method: invalid Name. Only alphanumeric characters, '-' and '_' are allowed")
@@ -183,8 +198,14 @@ func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.AC
 	default:
 		return nil, invalid("Invalid Auth Method: TokenLocality should be one of 'local' or 'global'")
 	}
-	if _, err := authmethod.ParseConfig(req.Config); err != nil {
+	cfg, err := authmethod.ParseConfig(req.Config)
+	if err != nil {
 		return nil, invalid("Invalid Auth Method: %v", err)
+	}
+	if !s.allowHTTPKeyURLs {
+		if err := cfg.RequireHTTPS(); err != nil {
+			return nil, invalid("Invalid Auth Method: %v", err)
+		}
 	}
 	set := fsm.ACLAuthMethodSetRequest{
 		Method: state.ACLAuthMethod{
@@ -199,7 +220,7 @@ func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.AC
 		},
 		Create: !update,
 	}
-	return apply[*state.ACLAuthMethod](s, fsm.ACLAuthMethodSetType, &set)
+	return fsm.Apply(s.deps.Raft, fsm.ACLAuthMethodSet, &set)
 }
 
 // DeleteAuthMethod deletes the method named name in namespace ns, with its
@@ -213,7 +234,7 @@ func (s *Service) DeleteAuthMethod(name, ns string) error {
 	if method == nil || method.Namespace != ns {
 		return errMissing
 	}
-	_, err = applyAny(s, fsm.ACLAuthMethodDeleteType, &fsm.ACLAuthMethodDeleteRequest{Name: method.Name})
+	_, err = fsm.Apply(s.deps.Raft, fsm.ACLAuthMethodDelete, &fsm.ACLAuthMethodDeleteRequest{Name: method.Name})
 	if IsNotFound(err) {
 		return errMissing
 	}

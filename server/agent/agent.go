@@ -7,16 +7,14 @@ package agent
 import (
 	"context"
 	"fmt"
-	"runtime"
+	"os"
 	"sync"
-	"time"
 
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/server/telemetry"
-	"github.com/hashicorp/go-hclog"
 )
 
 // Agent is a running server with its services.
@@ -27,19 +25,13 @@ type Agent struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// devDataDir is the dev client's temporary data directory.
+	devDataDir string
 }
 
 // New starts the server and its services and serves the HTTP API.
 func New(cfg *server.Config) (*Agent, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.SchedulerWorkers <= 0 {
-		cfg.SchedulerWorkers = runtime.NumCPU()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
+	cfg.SetDefaults()
 	telemetry.Init()
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -67,5 +59,8 @@ func (a *Agent) Shutdown() error {
 		a.cancel()
 	}
 	a.wg.Wait()
+	if a.devDataDir != "" {
+		_ = os.RemoveAll(a.devDataDir)
+	}
 	return a.Server.Shutdown()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/client"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
@@ -276,7 +277,7 @@ func TestE2ENodeLossMidDeployment(t *testing.T) {
 	start := func(name string) context.CancelFunc {
 		ctx, cancel := context.WithCancel(context.Background())
 		c, err := client.New(client.Config{Servers: []string{ts.URL}, NodeName: name, Datacenter: "dc1",
-			Resources: state.Resources{CPU: 300, MemoryMB: 1024}})
+			Resources: api.Resources{CPU: 300, MemoryMB: 1024}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"os"
 	"time"
 
+	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/client"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server/acl"
@@ -24,7 +26,8 @@ func serviceScheduler(logger hclog.Logger, snap *state.Store, planner evals.Plan
 
 // wire builds the domain services and registers the leader routines.
 func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
-	aclSvc := acl.NewService(deps, a.Config.Datacenter)
+	// Plain http key URLs only in -dev (README, Security).
+	aclSvc := acl.NewService(deps, a.Config.Datacenter, acl.AllowHTTPKeyURLs(a.Config.Dev))
 	a.AddLeaderRoutine("acl-token-reaper", func(ctx context.Context) {
 		aclSvc.RunTokenReaper(ctx, a.Config.TokenReapInterval)
 	})
@@ -65,14 +68,23 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 	}
 	base := client.Config{
 		Servers:    []string{"http://" + a.HTTPAddr()},
+		HTTPClient: a.InProcessHTTPClient(),
 		Token:      a.Config.ACLInitialManagementToken,
 		NodeName:   name,
 		Datacenter: a.Config.Datacenter,
-		Resources:  state.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
+		Resources:  api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
 		Logger:     deps.Logger.Named("client"),
 		Now:        deps.Now,
 	}
 	if n == 1 {
+		// The dev client runs real processes too (raw_exec), in a
+		// temporary data directory removed at shutdown; its tasks die with it.
+		dir, err := os.MkdirTemp("", "ctlplane-dev-client-")
+		if err != nil {
+			return err
+		}
+		a.devDataDir = dir
+		base.DataDir, base.RawExec, base.KillTasksOnShutdown, base.HTTPAddr = dir, true, true, "127.0.0.1:0"
 		c, err := client.New(base)
 		if err != nil {
 			return err

@@ -395,6 +395,20 @@ func (c *Config) validate() error {
 	return uniqueTargets("ListClaimMappings", c.ListClaimMappings)
 }
 
+// RequireHTTPS refuses a JWKSURL or OIDCDiscoveryURL that is not https.
+// Keys are fetched on behalf of logins, which need no token: plain http
+// would let anyone on the path substitute keys, and an http URL is more
+// often an internal service than a key server. Only a -dev agent skips
+// this check.
+func (c *Config) RequireHTTPS() error {
+	for _, u := range []struct{ key, url string }{{"JWKSURL", c.JWKSURL}, {"OIDCDiscoveryURL", c.OIDCDiscoveryURL}} {
+		if u.url != "" && !strings.HasPrefix(strings.ToLower(u.url), "https://") {
+			return fmt.Errorf("'%s' must be an https URL, not %q (plain http is allowed only on a -dev agent)", u.key, u.url)
+		}
+	}
+	return nil
+}
+
 // isHTTPURL says whether s is an absolute http or https URL.
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)

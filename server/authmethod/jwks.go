@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +46,8 @@ type keySet struct {
 	// url is the JWKS URL, or the OIDC issuer URL when discovery is set.
 	url       string
 	discovery bool
+	// allowHTTP: plain http URLs may be fetched (a -dev agent only).
+	allowHTTP bool
 	client    *http.Client
 	now       func() time.Time
 
@@ -56,7 +61,7 @@ type keySet struct {
 	fetchMu sync.Mutex // one fetch at a time
 }
 
-func newKeySet(url, caPEM string, discovery bool, now func() time.Time) (*keySet, error) {
+func newKeySet(keyURL, caPEM string, discovery, allowHTTP bool, now func() time.Time) (*keySet, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	if caPEM != "" {
 		key := "JWKSCACert"
@@ -69,7 +74,13 @@ func newKeySet(url, caPEM string, discovery bool, now func() time.Time) (*keySet
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &keySet{url: url, discovery: discovery, now: now, client: &http.Client{Transport: transport, Timeout: jwksFetchTimeout}}, nil
+	client := &http.Client{
+		Transport: transport,
+		Timeout:   jwksFetchTimeout,
+		// A redirect could lead anywhere, http or an internal host.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &keySet{url: keyURL, discovery: discovery, allowHTTP: allowHTTP, now: now, client: client}, nil
 }
 
 // certPool parses JWKSCACert.
@@ -160,8 +171,10 @@ func (ks *keySet) refresh(ctx context.Context, gen uint64) ([]jose.JSONWebKey, e
 	return keys, nil
 }
 
-// fetch gets the key set (after discovering its URL), with go-oidc's error
-// texts.
+// fetch gets the key set (after discovering its URL). Its errors say what
+// was wrong (status, content type, size, where the JSON broke) but never
+// quote the response: a login needs no token, and the URL could be an
+// internal one whose content an anonymous caller must not learn.
 func (ks *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, jwksFetchTimeout)
 	defer cancel()
@@ -172,15 +185,24 @@ func (ks *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 			return nil, err
 		}
 	}
-	body, err := ks.get(ctx, jwksURL, "get keys")
+	body, ctype, err := ks.get(ctx, jwksURL, "get keys")
 	if err != nil {
 		return nil, err
 	}
-	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(body, &set); err != nil {
-		return nil, fmt.Errorf("oidc: failed to decode keys: %v %s", err, snippet(body))
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
 	}
-	return set.Keys, nil
+	if err := json.Unmarshal(body, &set); err != nil {
+		return nil, fmt.Errorf("oidc: failed to decode keys: %s", jsonProblem(err, ctype))
+	}
+	keys := make([]jose.JSONWebKey, len(set.Keys))
+	for i, raw := range set.Keys {
+		// go-jose's messages can quote the key's fields.
+		if err := keys[i].UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("oidc: failed to decode keys: key %d of the set is not a valid JSON Web Key", i)
+		}
+	}
+	return keys, nil
 }
 
 // discover reads the provider's OpenID configuration and returns its
@@ -188,7 +210,7 @@ func (ks *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 // fetched from.
 func (ks *keySet) discover(ctx context.Context) (string, error) {
 	issuer := strings.TrimSuffix(ks.url, "/")
-	body, err := ks.get(ctx, issuer+"/.well-known/openid-configuration", "get provider configuration")
+	body, ctype, err := ks.get(ctx, issuer+"/.well-known/openid-configuration", "get provider configuration")
 	if err != nil {
 		return "", err
 	}
@@ -197,47 +219,107 @@ func (ks *keySet) discover(ctx context.Context) (string, error) {
 		JWKSURI string `json:"jwks_uri"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return "", fmt.Errorf("oidc: failed to decode provider discovery object: %v %s", err, snippet(body))
+		return "", fmt.Errorf("oidc: failed to decode provider discovery object: %s", jsonProblem(err, ctype))
 	}
 	if strings.TrimSuffix(doc.Issuer, "/") != issuer {
-		return "", fmt.Errorf("oidc: issuer did not match the issuer returned by provider, expected %q got %q", ks.url, doc.Issuer)
+		return "", fmt.Errorf("oidc: issuer did not match the issuer returned by provider, expected %q", ks.url)
 	}
-	if !isHTTPURL(doc.JWKSURI) {
-		return "", fmt.Errorf("oidc: provider discovery object has no http or https jwks_uri: %q", doc.JWKSURI)
+	if !ks.allowedURL(doc.JWKSURI) {
+		return "", fmt.Errorf("oidc: provider discovery object has no %s jwks_uri", ks.schemes())
 	}
 	return doc.JWKSURI, nil
 }
 
-// get reads a URL's body, at most jwksMaxBody bytes; what names the step in
-// messages.
-func (ks *keySet) get(ctx context.Context, url, what string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// allowedURL says whether a URL may be fetched: https, or http as well
+// when the agent allows it (-dev).
+func (ks *keySet) allowedURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Host != "" && (u.Scheme == "https" || (ks.allowHTTP && u.Scheme == "http"))
+}
+
+func (ks *keySet) schemes() string {
+	if ks.allowHTTP {
+		return "http or https"
+	}
+	return "https"
+}
+
+// get reads a URL's body, at most jwksMaxBody bytes, and its media type;
+// what names the step in messages. Redirects are not followed: a key
+// server that answers with one is refused like any other non-200.
+func (ks *keySet) get(ctx context.Context, target, what string) ([]byte, string, error) {
+	if !ks.allowedURL(target) {
+		return nil, "", fmt.Errorf("oidc: %s failed: the URL is not %s (plain http is allowed only on a -dev agent)", what, ks.schemes())
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, fmt.Errorf("oidc: can't create request: %v", err)
+		return nil, "", fmt.Errorf("oidc: can't create request: %v", err)
 	}
 	resp, err := ks.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("oidc: %s failed: %v", what, err)
+		return nil, "", fmt.Errorf("oidc: %s failed: %v", what, err)
 	}
 	defer resp.Body.Close()
+	ctype := mediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK {
+		// The status text is Go's, not the reason phrase the server sent.
+		msg := fmt.Sprintf("oidc: %s failed: status %d %s", what, resp.StatusCode, http.StatusText(resp.StatusCode))
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			msg += " (redirects are not followed)"
+		}
+		return nil, "", errors.New(msg)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, jwksMaxBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("oidc: %s failed: %v", what, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("oidc: %s failed: %s %s", what, resp.Status, snippet(body))
+		return nil, "", fmt.Errorf("oidc: %s failed: %v", what, err)
 	}
 	if len(body) > jwksMaxBody {
-		return nil, fmt.Errorf("oidc: %s failed: the response is larger than %d bytes", what, jwksMaxBody)
+		return nil, "", fmt.Errorf("oidc: %s failed: the response is larger than %d bytes", what, jwksMaxBody)
 	}
-	return body, nil
+	return body, ctype, nil
 }
 
-// snippet is the start of a response body for a message, on one line.
-func snippet(body []byte) string {
-	s := strings.Join(strings.Fields(string(body)), " ")
-	if len(s) > 200 {
-		s = s[:200] + "..."
+// mediaType is a response's media type for messages: only a well-formed
+// one, which is a short token pair, never free text.
+func mediaType(header string) string {
+	mt, _, err := mime.ParseMediaType(header)
+	if err != nil || len(mt) > 64 {
+		return "unknown"
 	}
-	return s
+	return mt
+}
+
+// jsonProblem says why a response did not decode, by position only.
+func jsonProblem(err error, ctype string) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("the response (Content-Type %s) is not valid JSON: syntax error at byte %d", ctype, syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("the response (Content-Type %s) is JSON of the wrong shape: %s at byte %d where %s was expected", ctype, jsonKind(typ.Value), typ.Offset, goKind(typ.Type))
+	}
+	return fmt.Sprintf("the response (Content-Type %s) is not valid JSON", ctype)
+}
+
+// jsonKind names a JSON value kind as encoding/json reports it.
+func jsonKind(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	}
+	return "a " + v
+}
+
+// goKind names what a Go type decodes from, in JSON's words.
+func goKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	}
+	return "a " + t.Kind().String()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/ctlplane/ctlplane/server/acl/bindrule"
-	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-bexpr/grammar"
 )
 
@@ -64,7 +63,7 @@ func init() { kindOperators[fieldListMap] = kindOperators[fieldStringMap] }
 // ValidateSelector parses a selector and checks that every field it uses
 // is one of the method's identity fields, used with an operator that fits.
 func (c *Config) ValidateSelector(selector string) error {
-	tree, err := bindrule.ParseSelector(selector)
+	tree, err := bindrule.ParseSelector("Selector", selector)
 	if err != nil {
 		return err
 	}
@@ -195,7 +194,7 @@ func Match(selector string, id *Identity) (bool, error) {
 	if selector == "" {
 		return true, nil
 	}
-	eval, err := bexpr.CreateEvaluator(selector)
+	eval, err := bindrule.NewEvaluator("Selector", selector)
 	if err != nil {
 		return false, err
 	}

@@ -23,9 +23,10 @@ const (
 // concurrent use; with a JWKS URL it keeps the fetched keys, so keep one
 // Validator per method (configuration) rather than one per login.
 type Validator struct {
-	cfg  *Config
-	jwks *keySet
-	now  func() time.Time
+	cfg       *Config
+	jwks      *keySet
+	now       func() time.Time
+	allowHTTP bool
 }
 
 // Option changes a Validator.
@@ -34,6 +35,11 @@ type Option func(*Validator)
 // WithClock makes the validator (token times and the key cache) read the
 // time from now.
 func WithClock(now func() time.Time) Option { return func(v *Validator) { v.now = now } }
+
+// WithHTTPKeyURLs lets the validator fetch keys over plain http, which a
+// -dev agent allows; otherwise JWKSURL, OIDCDiscoveryURL and a discovered
+// jwks_uri must be https.
+func WithHTTPKeyURLs(allow bool) Option { return func(v *Validator) { v.allowHTTP = allow } }
 
 // NewValidator returns a validator for a parsed configuration.
 func NewValidator(cfg *Config, opts ...Option) (*Validator, error) {
@@ -44,9 +50,9 @@ func NewValidator(cfg *Config, opts ...Option) (*Validator, error) {
 	var err error
 	switch {
 	case cfg.JWKSURL != "":
-		v.jwks, err = newKeySet(cfg.JWKSURL, cfg.JWKSCACert, false, v.now)
+		v.jwks, err = newKeySet(cfg.JWKSURL, cfg.JWKSCACert, false, v.allowHTTP, v.now)
 	case cfg.OIDCDiscoveryURL != "":
-		v.jwks, err = newKeySet(cfg.OIDCDiscoveryURL, cfg.OIDCDiscoveryCACert, true, v.now)
+		v.jwks, err = newKeySet(cfg.OIDCDiscoveryURL, cfg.OIDCDiscoveryCACert, true, v.allowHTTP, v.now)
 	}
 	if err != nil {
 		return nil, err

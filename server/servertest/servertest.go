@@ -97,6 +97,7 @@ func StartNoWait(t testing.TB, opts ...Option) *TestServer {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Dev = true
+	cfg.DevNodes = 0 // no simulated client node unless a test asks (DevNodes)
 	cfg.NodeName = "test"
 	cfg.BindAddr = "127.0.0.1:0"
 	cfg.HTTPAddr = "127.0.0.1:0"

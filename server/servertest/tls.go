@@ -3,10 +3,15 @@ package servertest
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/ctlplane/ctlplane/server"
@@ -46,7 +51,7 @@ func TestCerts(t testing.TB) *Certs {
 }
 
 func makeCerts() (*Certs, error) {
-	dir, err := os.MkdirTemp("", "ctlplane-test-certs-")
+	dir, err := ProcessTempDir("ctlplane-servertest-certs-pid")
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +147,26 @@ func (c *Certs) Pool(t testing.TB) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(buf)
 	return pool
+}
+
+// ProcessTempDir creates a temporary directory named after prefix and this
+// process's ID, for files shared by a whole test binary (no test owns them,
+// so none removes them): it first removes the directories of the same
+// prefix left by test processes that have exited.
+func ProcessTempDir(prefix string) (string, error) {
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"-*"))
+	for _, d := range old {
+		pid, err := strconv.Atoi(d[strings.LastIndex(d, "-")+1:])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d", prefix, os.Getpid()))
+	os.RemoveAll(dir)
+	return dir, os.Mkdir(dir, 0o700)
 }
 
 func write(name string, data []byte) error { return os.WriteFile(name, data, 0o600) }

@@ -21,7 +21,7 @@ type entry struct {
 	hdr  func(*tar.Header)
 }
 
-func build(t *testing.T, entries []entry, trailer []byte) []byte {
+func build(t testing.TB, entries []entry, trailer []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)

@@ -32,17 +32,6 @@ func ValidName(bindType, name string) bool {
 	return false
 }
 
-// ParseSelector parses a go-bexpr selector, with the same limit and errors
-// as bexpr.CreateEvaluator (which parses the same way); parsing once is
-// most of what validating a binding rule costs.
-func ParseSelector(selector string) (grammar.Expression, error) {
-	tree, err := grammar.Parse("", []byte(selector), grammar.MaxExpressions(2000000))
-	if err != nil {
-		return nil, err
-	}
-	return tree.(grammar.Expression), nil
-}
-
 // ValidateFields checks Selector, BindType and BindName of a rule
 // without knowing its auth method: every interpolation is rendered as
 // "fake" and the result must be a valid name for the bind type. The error
@@ -78,8 +67,14 @@ func mustLRU(size int) *lru.Cache {
 }
 
 func validateFields(selector, bindType, bindName string) error {
+	if err := CheckSelectorSize("Selector", selector); err != nil {
+		return fmt.Errorf("Invalid Binding Rule: %v", err)
+	}
+	if err := CheckTemplateSize(bindName); err != nil {
+		return fmt.Errorf("Invalid Binding Rule: %v", err)
+	}
 	if selector != "" {
-		tree, err := ParseSelector(selector)
+		tree, err := ParseSelector("Selector", selector)
 		if err != nil {
 			return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
 		}
@@ -149,6 +144,11 @@ func ComputeBindName(bindType, bindName string, vars map[string]string) (string,
 func renderTemplate(tmpl string, vars map[string]string) (string, error) {
 	if !strings.Contains(tmpl, "${") {
 		return tmpl, nil
+	}
+	// Every caller is protected, not only rule validation: hil.Parse
+	// recursion is not bounded by anything else.
+	if err := CheckTemplateSize(tmpl); err != nil {
+		return "", err
 	}
 	tree, err := hil.Parse(tmpl)
 	if err != nil {

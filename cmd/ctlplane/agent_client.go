@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/client"
+	"github.com/hashicorp/go-hclog"
+)
+
+// isClientAgent says whether agent's arguments ask for a client agent.
+func isClientAgent(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-client", "--client", "-client=true", "--client=true":
+			return true
+		}
+	}
+	return false
+}
+
+// runClientAgent runs a client node as its own process: it registers with
+// the servers, runs its allocations' tasks (raw_exec, mock_driver) and
+// keeps its state in -data-dir. On SIGINT/SIGTERM it stops following the
+// servers but leaves its tasks running: started again with the same
+// -data-dir it re-attaches to them.
+func runClientAgent(args []string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("agent -client", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.Bool("client", true, "run a client node (this mode)")
+	servers := flags.String("servers", "", "HTTP addresses (host:port or URLs) of the servers, comma-separated; any of them answers")
+	dataDir := flags.String("data-dir", "", "directory for the node's state and the allocation directories")
+	host, _ := os.Hostname()
+	name := flags.String("node", host, "node name")
+	dc := flags.String("datacenter", "dc1", "datacenter of the node")
+	tokenFile := flags.String("node-token-file", "", "file holding a token with node:write (default: env CTLPLANE_NODE_TOKEN, then CTLPLANE_TOKEN)")
+	httpAddr := flags.String("http-addr", "127.0.0.1:0", "address of the client's own HTTP API (task logs, forwarded by the servers); port 0 picks a free port")
+	cpu := flags.Int("cpu-total-compute", runtime.NumCPU()*1000, "CPU (MHz) the node offers")
+	mem := flags.Int("memory-mb", detectMemoryMB(), "memory (MB) the node offers")
+	noRawExec := flags.Bool("disable-raw-exec", false, "do not offer the raw_exec driver")
+	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	logJSON := flags.Bool("log-json", false, "log in JSON")
+	if err := flags.Parse(args); err != nil {
+		return 1
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %v\n", flags.Args())
+		return 1
+	}
+	var urls []string
+	for _, s := range strings.Split(*servers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			urls = append(urls, s)
+		}
+	}
+	if len(urls) == 0 {
+		fmt.Fprintln(stderr, "Error: -servers is required with -client (e.g. -servers=127.0.0.1:8500)")
+		return 1
+	}
+	if *dataDir == "" {
+		fmt.Fprintln(stderr, "Error: -data-dir is required with -client")
+		return 1
+	}
+	level := hclog.LevelFromString(*logLevel)
+	if level == hclog.NoLevel {
+		fmt.Fprintf(stderr, "invalid -log-level %q\n", *logLevel)
+		return 1
+	}
+	token := os.Getenv("CTLPLANE_NODE_TOKEN")
+	if token == "" {
+		token = os.Getenv("CTLPLANE_TOKEN")
+	}
+	if *tokenFile != "" {
+		buf, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "Error: failed to read -node-token-file: %v\n", err)
+			return 1
+		}
+		token = strings.TrimSpace(string(buf))
+	}
+	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
+	c, err := client.New(client.Config{
+		Servers: urls, Token: token, NodeName: *name, Datacenter: *dc, DataDir: *dataDir, RawExec: !*noRawExec,
+		HTTPAddr: *httpAddr, Resources: api.Resources{CPU: *cpu, MemoryMB: *mem}, Logger: logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigCh := make(chan os.Signal, 1)
+	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigCh)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	logger.Info("client agent started", "node", *name, "node_id", c.NodeID(), "servers", strings.Join(urls, ","), "data_dir", *dataDir)
+	select {
+	case sig := <-sigCh:
+		logger.Info("caught signal: stopping; the tasks keep running", "signal", sig.String())
+		cancel()
+		<-done
+		return 0
+	case err := <-done:
+		if err != nil {
+			fmt.Fprintf(stderr, "Error: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+}
+
+// detectMemoryMB reads MemTotal from /proc/meminfo (4096 when unknown).
+func detectMemoryMB() int {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 4096
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			if kb, err := strconv.Atoi(fields[1]); err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 4096
+}

@@ -1,0 +1,230 @@
+// Command orchbench measures the orchestrator half on one in-process agent
+// with many simulated client nodes (mock_driver), as issue 9 asks:
+// placements per second, time from register to successful, evaluations per
+// second, deployment list and read latency with many deployments, and
+// memory per allocation.
+//
+//	go run ./scripts/orchbench -nodes=1000 -jobs=100 -count=1000
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
+	"github.com/ctlplane/ctlplane/server"
+	"github.com/ctlplane/ctlplane/server/agent"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+)
+
+func main() {
+	nodes := flag.Int("nodes", 1000, "simulated client nodes")
+	jobs := flag.Int("jobs", 100, "jobs in the placement run")
+	count := flag.Int("count", 1000, "allocations per job in the placement run")
+	rollout := flag.Int("rollout", 1000, "allocations of the rollout job (register to successful, then a new version)")
+	maxParallel := flag.Int("max-parallel", 100, "MaxParallel of the rollout job")
+	deployments := flag.Int("deployments", 10000, "deployments for the list/read latency run (one job of count 1 each)")
+	reads := flag.Int("reads", 2000, "reads per latency measurement")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fail("%v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail("%v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	cfg := server.DefaultConfig()
+	cfg.Dev = true
+	cfg.NodeName = "bench"
+	cfg.BindAddr = "127.0.0.1:0"
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.RaftTimeout = 200 * time.Millisecond
+	cfg.ACLEnabled = false
+	cfg.DevNodes = *nodes
+	cfg.HeartbeatTTL = time.Minute
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
+	a, err := agent.New(cfg)
+	if err != nil {
+		fail("starting the agent: %v", err)
+	}
+	defer a.Shutdown()
+	base := "http://" + a.HTTPAddr()
+	fmt.Printf("orchbench: %d simulated nodes in one agent, %d CPUs, %s\n", *nodes, runtime.NumCPU(), runtime.Version())
+	waitFor("nodes ready", 2*time.Minute, func() bool { return readyNodes(a) >= *nodes })
+
+	heapBefore := heap()
+	// 1. Placements: jobs × count allocations at once.
+	start := time.Now()
+	for j := 0; j < *jobs; j++ {
+		register(base, fmt.Sprintf("place-%d", j), *count, 1, 0)
+	}
+	total := *jobs * *count
+	waitFor("placements", 30*time.Minute, func() bool { return liveAllocs(a) >= total })
+	placeTime := time.Since(start)
+	fmt.Printf("placements:  %d allocations (%d jobs × %d) placed in %s: %.0f placements/s\n",
+		total, *jobs, *count, placeTime.Round(time.Millisecond), float64(total)/placeTime.Seconds())
+	waitFor("placement deployments successful", 30*time.Minute, func() bool { return successful(a, "place-") >= *jobs })
+	fmt.Printf("             all %d deployments successful %s after the first register\n", *jobs, time.Since(start).Round(time.Millisecond))
+	heapAfter := heap()
+	fmt.Printf("memory:      heap %s before, %s after %d allocations: %s per 100k allocations (server state and the simulated nodes' runners together)\n",
+		benchutil.Bytes(int64(heapBefore)), benchutil.Bytes(int64(heapAfter)), total,
+		benchutil.Bytes(int64(float64(heapAfter-min(heapBefore, heapAfter))*100000/float64(max(total, 1)))))
+
+	// 2. Rollout: register to successful, then a destructive new version
+	// rolled MaxParallel at a time with MinHealthyTime 0.
+	start = time.Now()
+	register(base, "rollout", *rollout, *maxParallel, 0)
+	waitFor("rollout v0", 30*time.Minute, func() bool { return versionSuccessful(a, "rollout", 0) })
+	first := time.Since(start)
+	start = time.Now()
+	register(base, "rollout", *rollout, *maxParallel, 1)
+	waitFor("rollout v1", 30*time.Minute, func() bool { return versionSuccessful(a, "rollout", 1) })
+	fmt.Printf("rollout:     %d allocations, register → successful %s; new version, MaxParallel %d, MinHealthyTime 0: %s\n",
+		*rollout, first.Round(time.Millisecond), *maxParallel, time.Since(start).Round(time.Millisecond))
+
+	// 3. Evaluations per second: many small jobs.
+	if *deployments > 0 {
+		evalsBefore := a.Broker.Stats().Processed
+		start = time.Now()
+		for j := 0; j < *deployments; j++ {
+			register(base, fmt.Sprintf("small-%d", j), 1, 1, 0)
+		}
+		waitFor("small deployments", 30*time.Minute, func() bool { return successful(a, "small-") >= *deployments })
+		el := time.Since(start)
+		evals := a.Broker.Stats().Processed - evalsBefore
+		fmt.Printf("evaluations: %d jobs registered to successful in %s: %d evaluations, %.0f evaluations/s\n",
+			*deployments, el.Round(time.Millisecond), evals, float64(evals)/el.Seconds())
+
+		// 4. Deployment list and read latency.
+		_, all, _ := a.State().Deployments(memdb.NewWatchSet(), state.AllNamespaces, "")
+		fmt.Printf("latency with %d deployments:\n", len(all))
+		for _, q := range []struct{ name, path string }{
+			{"read one", "/v1/deployment/" + all[len(all)/2].ID},
+			{"list, page of 100", "/v1/deployments?per_page=100"},
+			{"list, all", "/v1/deployments"},
+		} {
+			n := *reads
+			if q.name == "list, all" {
+				n = max(*reads/100, 10)
+			}
+			var lat []time.Duration
+			for i := 0; i < n; i++ {
+				t0 := time.Now()
+				get(base + q.path)
+				lat = append(lat, time.Since(t0))
+			}
+			s := benchutil.Summarize(lat)
+			fmt.Printf("             %-18s p50 %s  p99 %s  (%d requests, 1 client)\n", q.name, benchutil.MS(s.P50), benchutil.MS(s.P99), s.N)
+		}
+	}
+	st := a.Broker.Stats()
+	fmt.Printf("broker:      %d evaluations processed, %d failed, %d plans applied, %d refused as stale\n", st.Processed, st.Failed, st.PlansApplied, st.PlansRefused)
+}
+
+func register(base, id string, count, maxParallel, version int) {
+	job := map[string]any{"ID": id, "Datacenters": []string{"dc1"}, "TaskGroups": []any{map[string]any{
+		"Name": "g", "Count": count,
+		"Update": map[string]any{"MaxParallel": maxParallel, "HealthCheck": "task_states", "MinHealthyTime": 0,
+			"HealthyDeadline": int64(5 * time.Minute), "ProgressDeadline": int64(10 * time.Minute)},
+		"Tasks": []any{map[string]any{"Name": "t", "Driver": "mock_driver", "KillTimeout": int64(time.Second),
+			"Config": map[string]any{"stdout_string": fmt.Sprint(version)}, "Resources": map[string]any{"CPU": 10, "MemoryMB": 16}}},
+	}}}
+	buf, _ := json.Marshal(map[string]any{"Job": job})
+	resp, err := http.Post(base+"/v1/jobs", "application/json", strings.NewReader(string(buf)))
+	if err != nil {
+		fail("register %s: %v", id, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fail("register %s: %d %s", id, resp.StatusCode, body)
+	}
+}
+
+func get(url string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		fail("GET %s: %v", url, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fail("GET %s: %d", url, resp.StatusCode)
+	}
+}
+
+func readyNodes(a *agent.Agent) int {
+	_, nodes, _ := a.State().Nodes(memdb.NewWatchSet())
+	n := 0
+	for _, node := range nodes {
+		if node.Status == state.NodeStatusReady {
+			n++
+		}
+	}
+	return n
+}
+
+func liveAllocs(a *agent.Agent) int {
+	_, allocs, _ := a.State().Allocs(memdb.NewWatchSet(), state.AllNamespaces)
+	n := 0
+	for _, al := range allocs {
+		if !al.TerminalStatus() {
+			n++
+		}
+	}
+	return n
+}
+
+func successful(a *agent.Agent, prefix string) int {
+	_, all, _ := a.State().Deployments(memdb.NewWatchSet(), state.AllNamespaces, "")
+	n := 0
+	for _, d := range all {
+		if strings.HasPrefix(d.JobID, prefix) && d.Status == state.DeploymentStatusSuccessful {
+			n++
+		}
+	}
+	return n
+}
+
+func versionSuccessful(a *agent.Agent, job string, version uint64) bool {
+	_, d, _ := a.State().LatestDeploymentByJob(memdb.NewWatchSet(), "default", job)
+	return d != nil && d.JobVersion == version && d.Status == state.DeploymentStatusSuccessful
+}
+
+// waitFor polls cond (cheap reads of the in-process state) until it holds.
+func waitFor(what string, limit time.Duration, cond func() bool) {
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			fail("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func heap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "orchbench: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/ctlplane/ctlplane/server/tlsutil"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Config is one agent's configuration.
+type Config struct {
+	// Dev keeps everything in memory and, unless Join is set, bootstraps a
+	// one-node cluster at once.
+	Dev      bool
+	DataDir  string
+	NodeName string
+	// BindAddr is the Raft address (host:port; port 0 picks a free one).
+	BindAddr string
+	// AdvertiseAddr is the Raft address other servers use to reach this one
+	// (default: the bound address), e.g. behind a proxy or NAT.
+	AdvertiseAddr string
+	// HTTPAddr is the HTTP API address (host:port; port 0 picks a free one).
+	HTTPAddr        string
+	BootstrapExpect int
+	// Join are HTTP addresses (host:port) of other servers to form or join a cluster with.
+	Join []string
+
+	// TLS are the PEM files of mutual TLS between servers (Raft, and joining
+	// and forwarding over HTTPS) and of the HTTPS API. With TLS the HTTP
+	// address also answers HTTPS.
+	TLS tlsutil.Files
+	// HTTPSAddr, when set, serves the API over HTTPS only (needs TLS).
+	HTTPSAddr string
+	// InsecureRaft lets an agent form or join a multi-server cluster
+	// without TLS: anyone who reaches the Raft port can then take it over.
+	InsecureRaft bool
+	// HTTPMaxConnsPerClient caps the open connections per client IP (0: no
+	// cap); over it a client gets 429.
+	HTTPMaxConnsPerClient int
+	// HTTPBodyReadTimeout bounds reading a request body.
+	HTTPBodyReadTimeout time.Duration
+	// DeadNonvoterTimeout is how long a joiner may stay an unreachable
+	// non-voter before the leader removes it (default 5 minutes).
+	DeadNonvoterTimeout time.Duration
+
+	// RaftTimeout is the heartbeat and election timeout; the leader lease is
+	// half of it. Shorter is faster failover, longer is fewer false elections.
+	RaftTimeout time.Duration
+	// ACLEnabled turns access control on: anything not granted is denied.
+	ACLEnabled bool
+	// ACLInitialManagementToken, when set, is created as a management token.
+	ACLInitialManagementToken string
+	// JoinToken is sent when asking a cluster to add this server; with ACLs
+	// on (and without TLS) it must be a management token. Defaults to
+	// ACLInitialManagementToken.
+	JoinToken string
+	// Datacenter names this cluster (node identities minted at login carry it).
+	Datacenter string
+	// TokenReapInterval is how often the leader deletes expired tokens.
+	TokenReapInterval time.Duration
+
+	// EnableDebug serves Go's profiler under /debug/pprof/ (management
+	// token required when ACLs are on).
+	EnableDebug bool
+
+	// RaftLogStore is the persistent Raft log store: LogStoreBoltDB (the
+	// default) or LogStoreWAL.
+	RaftLogStore string
+	// RaftBolt tunes the boltdb log store.
+	RaftBolt BoltOptions
+
+	// SnapshotThreshold is how many log entries trigger a snapshot.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+
+	Logger hclog.Logger
+
+	// SchedulerWorkers is how many evaluations the leader runs at once
+	// (default: the number of CPUs).
+	SchedulerWorkers int
+	// HeartbeatTTL is how long a client node may stay silent before it is
+	// marked down (default 10s).
+	HeartbeatTTL time.Duration
+	// DevNodes is how many simulated client nodes (mock_driver) the agent
+	// runs in its own process; agent -dev runs one.
+	DevNodes int
+	// Now is the clock of the domain services (default time.Now); tests
+	// pass a fake one.
+	Now func() time.Time
+
+	// EstablishHook, when set (fault-injection tests), runs before each attempt to
+	// establish leadership; an error fails the attempt.
+	EstablishHook func() error
+}
+
+// DefaultConfig returns the defaults of a persistent agent.
+func DefaultConfig() *Config {
+	host, _ := os.Hostname()
+	return &Config{
+		NodeName:          host,
+		BindAddr:          "127.0.0.1:8300",
+		HTTPAddr:          "127.0.0.1:8500",
+		RaftTimeout:       time.Second,
+		SnapshotThreshold: 8192,
+		SnapshotInterval:  30 * time.Second,
+		ACLEnabled:        true,
+		Datacenter:        "dc1",
+		TokenReapInterval: 30 * time.Second,
+
+		HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
+		HTTPBodyReadTimeout:   DefaultHTTPBodyReadTimeout,
+		DevNodes:              -1,
+	}
+}
+
+// SetDefaults fills what was left unset, in this one place: New calls it,
+// so the binary, the composition root and the tests get the same defaults.
+// Dev agents get theirs (a free Raft port, fast elections, one client node).
+func (c *Config) SetDefaults() {
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.BindAddr == "" {
+		c.BindAddr = "127.0.0.1:8300"
+		if c.Dev {
+			c.BindAddr = "127.0.0.1:0"
+		}
+	}
+	if c.RaftTimeout <= 0 {
+		c.RaftTimeout = time.Second
+		if c.Dev {
+			c.RaftTimeout = 100 * time.Millisecond
+		}
+	}
+	if c.DevNodes < 0 {
+		c.DevNodes = 0
+		if c.Dev {
+			c.DevNodes = 1
+		}
+	}
+	if c.TokenReapInterval <= 0 {
+		c.TokenReapInterval = 30 * time.Second
+	}
+	if c.Datacenter == "" {
+		c.Datacenter = "dc1"
+	}
+	if c.JoinToken == "" {
+		c.JoinToken = c.ACLInitialManagementToken
+	}
+	if c.DeadNonvoterTimeout <= 0 {
+		c.DeadNonvoterTimeout = 5 * time.Minute
+	}
+	if c.HTTPBodyReadTimeout <= 0 {
+		c.HTTPBodyReadTimeout = DefaultHTTPBodyReadTimeout
+	}
+	if c.HeartbeatTTL <= 0 {
+		c.HeartbeatTTL = 10 * time.Second
+	}
+	if c.SchedulerWorkers <= 0 {
+		c.SchedulerWorkers = runtime.NumCPU()
+	}
+}
