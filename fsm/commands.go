@@ -22,62 +22,51 @@ func register[T any](t MessageType, name string, apply func(s *state.Store, idx 
 	}}
 }
 
-// result turns a state-store (object, error) pair into one response value.
-func result[T any](obj *T, err error) any {
-	if err != nil {
-		return err
-	}
-	return obj
-}
-
-func init() {
-	register(BindingRuleSetType, "binding rule set", func(s *state.Store, idx uint64, req *BindingRuleSetRequest) any {
-		return result(s.BindingRuleSet(idx, &req.Rule, req.Create))
+// The commands of the binding-rule, server and ACL families.
+var (
+	BindingRuleSet = define(BindingRuleSetType, "binding rule set", func(s *state.Store, idx uint64, req *BindingRuleSetRequest) (*state.BindingRule, error) {
+		return s.BindingRuleSet(idx, &req.Rule, req.Create)
 	})
-	register(BindingRuleDeleteType, "binding rule delete", func(s *state.Store, idx uint64, req *BindingRuleDeleteRequest) any {
-		return s.BindingRuleDelete(idx, req.ID, req.Namespace)
+	BindingRuleDelete = define(BindingRuleDeleteType, "binding rule delete", func(s *state.Store, idx uint64, req *BindingRuleDeleteRequest) (Done, error) {
+		return Done{}, s.BindingRuleDelete(idx, req.ID, req.Namespace)
 	})
-	register(ServerRegisterType, "server register", func(s *state.Store, idx uint64, req *ServerRegisterRequest) any {
-		return s.ServerSet(idx, &req.Server)
+	ServerRegister = define(ServerRegisterType, "server register", func(s *state.Store, idx uint64, req *ServerRegisterRequest) (Done, error) {
+		return Done{}, s.ServerSet(idx, &req.Server)
 	})
-	register(ServerDeregisterType, "server deregister", func(s *state.Store, idx uint64, req *ServerDeregisterRequest) any {
-		return s.ServerDelete(idx, req.ID)
+	ServerDeregister = define(ServerDeregisterType, "server deregister", func(s *state.Store, idx uint64, req *ServerDeregisterRequest) (Done, error) {
+		return Done{}, s.ServerDelete(idx, req.ID)
 	})
-	register(ACLPolicySetType, "policy set", func(s *state.Store, idx uint64, req *ACLPolicySetRequest) any {
-		return result(s.ACLPolicySet(idx, &req.Policy))
+	ACLPolicySet = define(ACLPolicySetType, "policy set", func(s *state.Store, idx uint64, req *ACLPolicySetRequest) (*state.ACLPolicy, error) {
+		return s.ACLPolicySet(idx, &req.Policy)
 	})
-	register(ACLPolicyDeleteType, "policy delete", func(s *state.Store, idx uint64, req *ACLPolicyDeleteRequest) any {
-		return s.ACLPolicyDelete(idx, req.ID)
+	ACLPolicyDelete = define(ACLPolicyDeleteType, "policy delete", func(s *state.Store, idx uint64, req *ACLPolicyDeleteRequest) (Done, error) {
+		return Done{}, s.ACLPolicyDelete(idx, req.ID)
 	})
-	register(ACLTokenSetType, "token set", func(s *state.Store, idx uint64, req *ACLTokenSetRequest) any {
-		return result(s.ACLTokenSet(idx, &req.Token, req.Create))
+	ACLTokenSet = define(ACLTokenSetType, "token set", func(s *state.Store, idx uint64, req *ACLTokenSetRequest) (*state.ACLToken, error) {
+		return s.ACLTokenSet(idx, &req.Token, req.Create)
 	})
-	register(ACLTokenDeleteType, "token delete", func(s *state.Store, idx uint64, req *ACLTokenDeleteRequest) any {
-		return s.ACLTokenDelete(idx, req.AccessorID)
+	ACLTokenDelete = define(ACLTokenDeleteType, "token delete", func(s *state.Store, idx uint64, req *ACLTokenDeleteRequest) (Done, error) {
+		return Done{}, s.ACLTokenDelete(idx, req.AccessorID)
 	})
-	register(ACLTokenReapType, "token reap", func(s *state.Store, idx uint64, req *ACLTokenReapRequest) any {
-		n, err := s.ACLTokensDeleteExpired(idx, req.Now, req.AccessorIDs)
-		if err != nil {
-			return err
-		}
-		return n
+	ACLTokenReap = define(ACLTokenReapType, "token reap", func(s *state.Store, idx uint64, req *ACLTokenReapRequest) (int, error) {
+		return s.ACLTokensDeleteExpired(idx, req.Now, req.AccessorIDs)
 	})
-	register(ACLRoleSetType, "role set", func(s *state.Store, idx uint64, req *ACLRoleSetRequest) any {
-		return result(s.ACLRoleSet(idx, &req.Role))
+	ACLRoleSet = define(ACLRoleSetType, "role set", func(s *state.Store, idx uint64, req *ACLRoleSetRequest) (*state.ACLRole, error) {
+		return s.ACLRoleSet(idx, &req.Role)
 	})
-	register(ACLRoleDeleteType, "role delete", func(s *state.Store, idx uint64, req *ACLRoleDeleteRequest) any {
-		return s.ACLRoleDelete(idx, req.ID)
+	ACLRoleDelete = define(ACLRoleDeleteType, "role delete", func(s *state.Store, idx uint64, req *ACLRoleDeleteRequest) (Done, error) {
+		return Done{}, s.ACLRoleDelete(idx, req.ID)
 	})
-	register(ACLAuthMethodSetType, "auth method set", func(s *state.Store, idx uint64, req *ACLAuthMethodSetRequest) any {
-		return result(s.ACLAuthMethodSet(idx, &req.Method, req.Create))
+	ACLAuthMethodSet = define(ACLAuthMethodSetType, "auth method set", func(s *state.Store, idx uint64, req *ACLAuthMethodSetRequest) (*state.ACLAuthMethod, error) {
+		return s.ACLAuthMethodSet(idx, &req.Method, req.Create)
 	})
-	register(ACLAuthMethodDeleteType, "auth method delete", func(s *state.Store, idx uint64, req *ACLAuthMethodDeleteRequest) any {
-		return s.ACLAuthMethodDelete(idx, req.Name)
+	ACLAuthMethodDelete = define(ACLAuthMethodDeleteType, "auth method delete", func(s *state.Store, idx uint64, req *ACLAuthMethodDeleteRequest) (Done, error) {
+		return Done{}, s.ACLAuthMethodDelete(idx, req.Name)
 	})
-	register(ACLBootstrapType, "ACL bootstrap", func(s *state.Store, idx uint64, req *ACLTokenSetRequest) any {
-		return result(s.ACLBootstrap(idx, &req.Token))
+	ACLBootstrap = define(ACLBootstrapType, "ACL bootstrap", func(s *state.Store, idx uint64, req *ACLTokenSetRequest) (*state.ACLToken, error) {
+		return s.ACLBootstrap(idx, &req.Token)
 	})
-	register(ACLInitType, "ACL init", func(s *state.Store, idx uint64, req *ACLInitRequest) any {
-		return s.ACLInit(idx, &req.ManagementPolicy, &req.Anonymous, req.Initial)
+	ACLInit = define(ACLInitType, "ACL init", func(s *state.Store, idx uint64, req *ACLInitRequest) (Done, error) {
+		return Done{}, s.ACLInit(idx, &req.ManagementPolicy, &req.Anonymous, req.Initial)
 	})
-}
+)

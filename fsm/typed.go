@@ -20,6 +20,9 @@ func define[Req, Resp any](t MessageType, name string, apply func(s *state.Store
 		if err != nil {
 			return err
 		}
+		if _, done := any(resp).(Done); done {
+			return nil // nothing to report: the FSM answers nil, as it always has
+		}
 		return resp
 	})
 	return Command[Req, Resp]{Type: t, Name: name}
@@ -45,9 +48,17 @@ func Apply[Req, Resp any](a Applier, c Command[Req, Resp], req *Req) (Resp, erro
 	if err, ok := out.(error); ok {
 		return zero, err
 	}
+	if out == nil {
+		if _, done := any(zero).(Done); done {
+			return zero, nil
+		}
+	}
 	resp, ok := out.(Resp)
 	if !ok {
 		return zero, fmt.Errorf("%s: the FSM answered %T, not %T", c.Name, out, zero)
 	}
 	return resp, nil
 }
+
+// Encode makes the log entry of req (for tools that write entries directly).
+func (c Command[Req, Resp]) Encode(req *Req) ([]byte, error) { return Encode(c.Type, req) }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
@@ -73,11 +72,7 @@ func (h *Handler) ensureACLService() {
 	if h.services.ACL != nil {
 		return
 	}
-	applier, ok := h.backend.(fsm.Applier)
-	if !ok {
-		panic("http: Services.ACL is nil and the backend cannot apply log entries")
-	}
-	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: applier, Now: time.Now, Logger: h.logger}, h.backend.Datacenter(),
+	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: h.backend, Now: time.Now, Logger: h.logger}, h.backend.Datacenter(),
 		acl.AllowHTTPKeyURLs(h.backend.IsDev()))
 }
 

@@ -408,11 +408,11 @@ func putToken(t *testing.T, s *acxServer, tok state.ACLToken) state.ACLToken {
 	tok.AccessorID, tok.SecretID = uuid.NewString(), uuid.NewString()
 	tok.Namespace = state.DefaultNamespace
 	tok.CreateTime = time.Now().UTC()
-	out, err := s.Apply(fsm.ACLTokenSetType, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
+	out, err := fsm.Apply(s.Server, fsm.ACLTokenSet, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
 	if err != nil {
 		t.Fatalf("storing token: %v", err)
 	}
-	return *out.(*state.ACLToken)
+	return *out
 }
 
 func TestACLExpiredTokenIsRefused(t *testing.T) {

@@ -187,15 +187,19 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	var out []*state.ClientAlloc
+	// Wait on the index alone (a node's own reports wake it without moving
+	// the index), then build the answer once.
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, _ *state.Store) (uint64, error) {
-		idx, allocs, err := nodes.AllocsForNode(ws, nodeID)
-		out = allocs
-		return idx, err
+		return nodes.AllocsIndexForNode(ws, nodeID)
 	})
 	if err != nil {
 		return nil, err
 	}
+	idx, out, err := nodes.AllocsForNode(nil, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	meta.index = max(meta.index, idx)
 	setMeta(w, r, meta)
 	if out == nil {
 		out = []*state.ClientAlloc{}

@@ -25,8 +25,8 @@ import (
 type Backend interface {
 	// State is the current state store (it changes on snapshot restore).
 	State() *state.Store
-	// Apply commits a request through Raft and returns the FSM's result.
-	Apply(t fsm.MessageType, req any) (any, error)
+	// ApplyEntry commits a log entry through Raft (fsm.Apply is its typed form).
+	fsm.Applier
 	// CheckRead says whether a default-mode or consistent read may be answered here.
 	CheckRead(consistent bool) error
 

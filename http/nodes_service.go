@@ -19,4 +19,7 @@ type NodeService interface {
 	UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate) (index uint64, err error)
 	// AllocsForNode lists the node's allocations with their task groups.
 	AllocsForNode(ws memdb.WatchSet, nodeID string) (index uint64, allocs []*state.ClientAlloc, err error)
+	// AllocsIndexForNode is AllocsForNode's index alone (cheap: what a
+	// node's blocking read waits on).
+	AllocsIndexForNode(ws memdb.WatchSet, nodeID string) (uint64, error)
 }

@@ -24,7 +24,7 @@ func (s *Server) establishACL() error {
 	if s.aclInitDone(req.Initial) {
 		return nil
 	}
-	_, err := s.Apply(fsm.ACLInitType, &req)
+	_, err := fsm.Apply(s, fsm.ACLInit, &req)
 	return err
 }
 

@@ -176,7 +176,7 @@ func (s *Server) registerServer(srv state.ServerInfo) error {
 	if cur != nil && cur.Same(&srv) {
 		return nil
 	}
-	_, err = s.Apply(fsm.ServerRegisterType, &fsm.ServerRegisterRequest{Server: srv})
+	_, err = fsm.Apply(s, fsm.ServerRegister, &fsm.ServerRegisterRequest{Server: srv})
 	return err
 }
 
@@ -197,7 +197,7 @@ func (s *Server) RemoveServer(id string) error {
 		}
 		return fmt.Errorf("failed to remove server %s: %w", id, err)
 	}
-	_, err := s.Apply(fsm.ServerDeregisterType, &fsm.ServerDeregisterRequest{ID: id})
+	_, err := fsm.Apply(s, fsm.ServerDeregister, &fsm.ServerDeregisterRequest{ID: id})
 	return err
 }
 
@@ -419,7 +419,7 @@ func (s *Server) forgetDepartedServers() {
 	}
 	for _, srv := range servers {
 		if !members[srv.ID] {
-			if _, err := s.Apply(fsm.ServerDeregisterType, &fsm.ServerDeregisterRequest{ID: srv.ID}); err != nil {
+			if _, err := fsm.Apply(s, fsm.ServerDeregister, &fsm.ServerDeregisterRequest{ID: srv.ID}); err != nil {
 				s.logger.Debug("failed to forget a departed server", "id", srv.ID, "error", err)
 			}
 		}

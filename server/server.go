@@ -18,7 +18,6 @@ import (
 	"time"
 
 	metrics "github.com/armon/go-metrics"
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -30,7 +29,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
-
 
 // ErrNoLeader is returned when there is no leader to serve a request.
 var ErrNoLeader error = state.NewError(state.ErrUnavailable, "No cluster leader")
@@ -457,16 +455,6 @@ func (s *Server) closeStores() {
 
 // State is the current state store.
 func (s *Server) State() *state.Store { return s.fsm.State() }
-
-// Apply commits one request through Raft and returns what the FSM returned
-// for it: the applied object, or the state store's rejection as an error.
-func (s *Server) Apply(t fsm.MessageType, req any) (any, error) {
-	buf, err := fsm.Encode(t, req)
-	if err != nil {
-		return nil, err
-	}
-	return s.ApplyEntry(buf)
-}
 
 // ApplyEntry commits one encoded log entry (see fsm.Apply for the typed
 // form) and returns what the FSM returned for it.

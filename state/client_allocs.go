@@ -1,6 +1,8 @@
 package state
 
 import (
+	"fmt"
+
 	"github.com/hashicorp/go-memdb"
 )
 
@@ -15,7 +17,10 @@ type ClientAlloc struct {
 }
 
 // ClientAllocs lists a node's allocations with their task groups, by ID,
-// read in one transaction. The index is the allocations table's.
+// read in one transaction. The index is the highest AllocModifyIndex among
+// them (at least 1): it moves when the servers change what the node should
+// run (a placement, a stop, an in-place update), not when the client
+// reports, so a node's blocking read does not wake on its own reports.
 func (s *Store) ClientAllocs(ws memdb.WatchSet, nodeID string) (uint64, []*ClientAlloc, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
@@ -55,9 +60,30 @@ func (s *Store) ClientAllocs(ws memdb.WatchSet, nodeID string) (uint64, []*Clien
 		}
 		out = append(out, ca)
 	}
-	return maxIndex(txn, allocsTable), out, nil
+	idx := uint64(1)
+	for _, a := range allocs {
+		idx = max(idx, a.AllocModifyIndex)
+	}
+	return idx, out, nil
 }
 
 // NodesIndex and AllocsIndex are the current max indexes of those tables.
 func (s *Store) NodesIndex() uint64  { return s.TableIndex(nodesTable) }
 func (s *Store) AllocsIndex() uint64 { return s.TableIndex(allocsTable) }
+
+// ClientAllocsIndex is ClientAllocs' index alone: cheap enough to run on
+// every wake-up of a node's blocking read (most are its own reports).
+func (s *Store) ClientAllocsIndex(ws memdb.WatchSet, nodeID string) (uint64, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := txn.Get(allocsTable, "node", nodeID)
+	if err != nil {
+		return 0, fmt.Errorf("failed allocs list: %w", err)
+	}
+	ws.Add(iter.WatchCh())
+	idx := uint64(1)
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		idx = max(idx, raw.(*Allocation).AllocModifyIndex)
+	}
+	return idx, nil
+}

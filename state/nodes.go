@@ -144,7 +144,9 @@ func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string,
 				c.DesiredStatus = AllocDesiredStatusStop
 				c.DesiredDescription = "alloc is lost since its node is down"
 			}
-			c.ModifyIndex = idx
+			// AllocModifyIndex too: a node that comes back learns that
+			// what it still runs was stopped.
+			c.ModifyIndex, c.AllocModifyIndex = idx, idx
 			c.ModifyTime = now
 			if err := txn.Insert(allocsTable, c); err != nil {
 				return fmt.Errorf("failed updating allocation: %w", err)

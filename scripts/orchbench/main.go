@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -34,7 +35,18 @@ func main() {
 	maxParallel := flag.Int("max-parallel", 100, "MaxParallel of the rollout job")
 	deployments := flag.Int("deployments", 10000, "deployments for the list/read latency run (one job of count 1 each)")
 	reads := flag.Int("reads", 2000, "reads per latency measurement")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fail("%v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail("%v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	cfg := server.DefaultConfig()
 	cfg.Dev = true
@@ -58,7 +70,6 @@ func main() {
 	heapBefore := heap()
 	// 1. Placements: jobs × count allocations at once.
 	start := time.Now()
-	evalsBefore := a.Broker.Stats().Processed
 	for j := 0; j < *jobs; j++ {
 		register(base, fmt.Sprintf("place-%d", j), *count, 1, 0)
 	}
@@ -88,7 +99,7 @@ func main() {
 
 	// 3. Evaluations per second: many small jobs.
 	if *deployments > 0 {
-		evalsBefore = a.Broker.Stats().Processed
+		evalsBefore := a.Broker.Stats().Processed
 		start = time.Now()
 		for j := 0; j < *deployments; j++ {
 			register(base, fmt.Sprintf("small-%d", j), 1, 1, 0)

@@ -55,7 +55,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (*state.ACLToken,
 	tok := *plan.token
 	tok.AccessorID = uuid.NewString()
 	tok.SecretID = uuid.NewString()
-	out, err := apply[*state.ACLToken](s, fsm.ACLTokenSetType, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
+	out, err := fsm.Apply(s.deps.Raft, fsm.ACLTokenSet, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
 	if IsNotFound(err) {
 		// The method was deleted since it was read: nothing was minted.
 		return nil, authMethodNotFound(req.AuthMethod)
@@ -75,7 +75,7 @@ func (s *Service) Logout(secret string) error {
 	if tok.AuthMethod == "" {
 		return forbidden("Permission denied: token wasn't created via login")
 	}
-	_, err = applyAny(s, fsm.ACLTokenDeleteType, &fsm.ACLTokenDeleteRequest{AccessorID: tok.AccessorID})
+	_, err = fsm.Apply(s.deps.Raft, fsm.ACLTokenDelete, &fsm.ACLTokenDeleteRequest{AccessorID: tok.AccessorID})
 	if IsNotFound(err) {
 		return ErrTokenNotFound // logged out concurrently
 	}

@@ -70,7 +70,7 @@ func (s *Service) WriteBindingRule(id string, req BindingRuleRequest) (*state.Bi
 			return nil, err
 		}
 	}
-	return apply[*state.BindingRule](s, fsm.BindingRuleSetType, &set)
+	return fsm.Apply(s.deps.Raft, fsm.BindingRuleSet, &set)
 }
 
 // newBindingRuleID returns a random UUID no rule has. The FSM refuses a
@@ -124,7 +124,7 @@ func (s *Service) checkBindingRuleMethod(methodName, ruleID, ns, selector, bindT
 
 // DeleteBindingRule deletes the rule with that ID from namespace ns.
 func (s *Service) DeleteBindingRule(id, ns string) error {
-	_, err := applyAny(s, fsm.BindingRuleDeleteType, &fsm.BindingRuleDeleteRequest{ID: id, Namespace: ns})
+	_, err := fsm.Apply(s.deps.Raft, fsm.BindingRuleDelete, &fsm.BindingRuleDeleteRequest{ID: id, Namespace: ns})
 	if IsNotFound(err) {
 		return notFound("Cannot find binding rule to delete")
 	}
@@ -220,7 +220,7 @@ func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.AC
 		},
 		Create: !update,
 	}
-	return apply[*state.ACLAuthMethod](s, fsm.ACLAuthMethodSetType, &set)
+	return fsm.Apply(s.deps.Raft, fsm.ACLAuthMethodSet, &set)
 }
 
 // DeleteAuthMethod deletes the method named name in namespace ns, with its
@@ -234,7 +234,7 @@ func (s *Service) DeleteAuthMethod(name, ns string) error {
 	if method == nil || method.Namespace != ns {
 		return errMissing
 	}
-	_, err = applyAny(s, fsm.ACLAuthMethodDeleteType, &fsm.ACLAuthMethodDeleteRequest{Name: method.Name})
+	_, err = fsm.Apply(s.deps.Raft, fsm.ACLAuthMethodDelete, &fsm.ACLAuthMethodDeleteRequest{Name: method.Name})
 	if IsNotFound(err) {
 		return errMissing
 	}

@@ -61,7 +61,7 @@ func (s *Service) WritePolicy(id string, req PolicyRequest) (*state.ACLPolicy, e
 		policy.ID = uuid.NewString()
 	}
 	policy.Hash = PolicyHash(&policy)
-	return apply[*state.ACLPolicy](s, fsm.ACLPolicySetType, &fsm.ACLPolicySetRequest{Policy: policy})
+	return fsm.Apply(s.deps.Raft, fsm.ACLPolicySet, &fsm.ACLPolicySetRequest{Policy: policy})
 }
 
 // DeletePolicy deletes a policy; the built-in one cannot be deleted.
@@ -69,7 +69,7 @@ func (s *Service) DeletePolicy(id string) error {
 	if strings.EqualFold(id, state.GlobalManagementPolicyID) {
 		return invalid("Delete operation not permitted on the builtin global-management policy")
 	}
-	_, err := applyAny(s, fsm.ACLPolicyDeleteType, &fsm.ACLPolicyDeleteRequest{ID: id})
+	_, err := fsm.Apply(s.deps.Raft, fsm.ACLPolicyDelete, &fsm.ACLPolicyDeleteRequest{ID: id})
 	if IsNotFound(err) {
 		return notFound("Cannot find policy to delete")
 	}
@@ -149,7 +149,7 @@ func (s *Service) WriteRole(id string, req RoleRequest) (*state.ACLRole, error) 
 		role.ID = uuid.NewString()
 	}
 	role.Hash = RoleHash(&role)
-	stored, err := apply[*state.ACLRole](s, fsm.ACLRoleSetType, &fsm.ACLRoleSetRequest{Role: role})
+	stored, err := fsm.Apply(s.deps.Raft, fsm.ACLRoleSet, &fsm.ACLRoleSetRequest{Role: role})
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (s *Service) WriteRole(id string, req RoleRequest) (*state.ACLRole, error) 
 
 // DeleteRole deletes a role.
 func (s *Service) DeleteRole(id string) error {
-	_, err := applyAny(s, fsm.ACLRoleDeleteType, &fsm.ACLRoleDeleteRequest{ID: id})
+	_, err := fsm.Apply(s.deps.Raft, fsm.ACLRoleDelete, &fsm.ACLRoleDeleteRequest{ID: id})
 	if IsNotFound(err) {
 		return notFound("Cannot find role to delete")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -93,34 +92,4 @@ func IsNotFound(err error) bool { return hasCode(err, state.ErrNotFound) }
 func hasCode(err error, code state.ErrorCode) bool {
 	var se *state.Error
 	return errors.As(err, &se) && se.Code == code
-}
-
-// apply commits one untyped ACL log entry and returns the FSM's answer as T.
-func apply[T any](s *Service, t fsm.MessageType, req any) (T, error) {
-	var zero T
-	out, err := applyAny(s, t, req)
-	if err != nil {
-		return zero, err
-	}
-	v, ok := out.(T)
-	if !ok {
-		return zero, fmt.Errorf("log entry type %d: the FSM answered %T, not %T", t, out, zero)
-	}
-	return v, nil
-}
-
-// applyAny commits one log entry; the FSM's rejection comes back as the error.
-func applyAny(s *Service, t fsm.MessageType, req any) (any, error) {
-	buf, err := fsm.Encode(t, req)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.deps.Raft.ApplyEntry(buf)
-	if err != nil {
-		return nil, err
-	}
-	if err, ok := out.(error); ok {
-		return nil, err
-	}
-	return out, nil
 }

@@ -98,7 +98,7 @@ func (s *Service) ReadToken(ws memdb.WatchSet, st *state.Store, accessor string,
 // refused (ErrForbidden, with the reset index).
 func (s *Service) Bootstrap() (*state.ACLToken, error) {
 	tok := ManagementToken("Bootstrap Token (Global Management)", "", s.Now())
-	return apply[*state.ACLToken](s, fsm.ACLBootstrapType, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
+	return fsm.Apply(s.deps.Raft, fsm.ACLBootstrap, &fsm.ACLTokenSetRequest{Token: tok, Create: true})
 }
 
 // CreateToken validates and creates a token.
@@ -157,7 +157,7 @@ func (s *Service) writeToken(accessor string, req TokenRequest) (*state.ACLToken
 		}
 	}
 	tok.Hash = TokenHash(&tok)
-	stored, err := apply[*state.ACLToken](s, fsm.ACLTokenSetType, &fsm.ACLTokenSetRequest{Token: tok, Create: !update})
+	stored, err := fsm.Apply(s.deps.Raft, fsm.ACLTokenSet, &fsm.ACLTokenSetRequest{Token: tok, Create: !update})
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +260,7 @@ func (s *Service) DeleteToken(accessor, callerAccessor string) error {
 	if callerAccessor != "" && strings.EqualFold(callerAccessor, accessor) {
 		return invalid("Deletion of the request's authorization token is not permitted")
 	}
-	_, err := applyAny(s, fsm.ACLTokenDeleteType, &fsm.ACLTokenDeleteRequest{AccessorID: accessor})
+	_, err := fsm.Apply(s.deps.Raft, fsm.ACLTokenDelete, &fsm.ACLTokenDeleteRequest{AccessorID: accessor})
 	if IsNotFound(err) {
 		return notFound("Cannot find token to delete")
 	}
@@ -280,7 +280,7 @@ func (s *Service) ReapExpiredTokens() (int, error) {
 	for i, t := range expired {
 		ids[i] = t.AccessorID
 	}
-	return apply[int](s, fsm.ACLTokenReapType, &fsm.ACLTokenReapRequest{AccessorIDs: ids, Now: now})
+	return fsm.Apply(s.deps.Raft, fsm.ACLTokenReap, &fsm.ACLTokenReapRequest{AccessorIDs: ids, Now: now})
 }
 
 // RunTokenReaper reaps expired tokens every interval until ctx ends: a

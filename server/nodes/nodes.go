@@ -323,6 +323,20 @@ func newEval(job *state.Job, trigger, nodeID string, now time.Time) *state.Evalu
 // client (complete, failed or lost), each with the task group of its job
 // version, for its client.
 // An unknown node is not found, so that its client registers again.
+// AllocsIndexForNode is the index AllocsForNode would report, without
+// building the list: a node's blocking read waits on it.
+func (s *Service) AllocsIndexForNode(ws memdb.WatchSet, nodeID string) (uint64, error) {
+	store := s.deps.State()
+	_, n, err := store.Node(nil, nodeID)
+	if err != nil {
+		return 0, err
+	}
+	if n == nil {
+		return 0, nodeNotFound(nodeID)
+	}
+	return store.ClientAllocsIndex(ws, nodeID)
+}
+
 func (s *Service) AllocsForNode(ws memdb.WatchSet, nodeID string) (uint64, []*state.ClientAlloc, error) {
 	store := s.deps.State()
 	_, n, err := store.Node(nil, nodeID)
