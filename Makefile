@@ -27,7 +27,7 @@ CHAOS_HISTORIES ?= 100
 chaos:
 	CHAOS_HISTORIES=$(CHAOS_HISTORIES) $(GO) test -count=1 -timeout 120m -run 'TestLinearizability' -v ./server/ | grep -E '^(chaos:|--- |ok|FAIL)'
 
-# Every fuzz target for FUZZTIME (default 10s) each.
+# Every fuzz target for FUZZTIME (default 10s) each, within FUZZ_TOTAL seconds (default 100) in all.
 fuzz:
 	scripts/fuzz.sh
 
