@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
 	"time"
@@ -98,5 +99,25 @@ func TestApplyBatchWakesWatchers(t *testing.T) {
 	}
 	if rules := allRules(t, f.State()); len(rules) != 2 {
 		t.Fatalf("%d rules after the batch, want 2", len(rules))
+	}
+}
+
+// VerifySnapshot takes what DecodeSnapshot takes and counts the rows the
+// decoded store holds.
+func TestVerifySnapshotCountsAsDecode(t *testing.T) {
+	valid := persist(t, seededWithServers(t))
+	counts, err := fsm.VerifySnapshot(bytes.NewReader(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := fsm.DecodeSnapshot(bytes.NewReader(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := store.Counts(); !reflect.DeepEqual(counts, want) {
+		t.Fatalf("VerifySnapshot counted %v, the decoded store holds %v", counts, want)
+	}
+	if counts[rulesTable] == 0 || counts["servers"] == 0 {
+		t.Fatalf("counts %v miss the seeded rows", counts)
 	}
 }

@@ -158,11 +158,8 @@ func (s *Snapshot) write(w io.Writer) error {
 	enc := codec.NewEncoder(w, msgpackHandle)
 	var rows uint64
 	for _, table := range state.Tables() {
-		all, err := s.snap.Rows(table)
-		if err != nil {
-			return fmt.Errorf("failed reading %s for the snapshot: %w", table, err)
-		}
-		for _, row := range all {
+		// Row by row from the snapshot's iterator: no list of the table.
+		err := s.snap.Each(table, func(row any) error {
 			if err := enc.Encode(table); err != nil {
 				return err
 			}
@@ -170,6 +167,10 @@ func (s *Snapshot) write(w io.Writer) error {
 				return err
 			}
 			rows++
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("failed writing %s to the snapshot: %w", table, err)
 		}
 	}
 	if err := enc.Encode(""); err != nil {
@@ -200,8 +201,14 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
+// RowSink takes the rows of a snapshot stream: a state.Restore builds a
+// store of them, a state.Verifier only checks them.
+type RowSink interface {
+	Insert(table string, row any) error
+}
+
 // ReadSnapshot decodes a snapshot stream into restore.
-func ReadSnapshot(r io.Reader, restore *state.Restore) error {
+func ReadSnapshot(r io.Reader, restore RowSink) error {
 	dec := codec.NewDecoder(r, msgpackHandle)
 	var rows uint64
 	for {
@@ -254,6 +261,17 @@ func ReadSnapshot(r io.Reader, restore *state.Restore) error {
 		}
 		rows++
 	}
+}
+
+// VerifySnapshot reads a whole snapshot stream and checks every record and
+// row as DecodeSnapshot would, holding one row at a time, and returns the
+// number of rows of each table.
+func VerifySnapshot(r io.Reader) (map[string]int, error) {
+	v := state.NewVerifier()
+	if err := ReadSnapshot(r, v); err != nil {
+		return nil, err
+	}
+	return v.Counts(), nil
 }
 
 // DecodeSnapshot reads a whole snapshot stream into a new, detached store:

@@ -57,7 +57,8 @@ func (s *Server) SnapshotRestore(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if _, err := fsm.DecodeSnapshot(body); err != nil {
+	// A streaming check, not a second store: the FSM builds the one store.
+	if _, err := fsm.VerifySnapshot(body); err != nil {
 		return state.NewError(state.ErrInvalid, "invalid snapshot archive: the state does not decode: %v", err)
 	}
 	if body, err = archive.State(); err != nil {

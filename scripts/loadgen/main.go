@@ -92,7 +92,7 @@ func run() error {
 	flag.IntVar(&cfg.fsyncCount, "fsync-count", 1000, "fsync: 4 KiB write+fsync operations")
 	agentArgs := flag.String("agent-args", "", "with -spawn: extra agent flags, space-separated (e.g. -acl-enabled=false)")
 	flag.StringVar(&cfg.fsyncDir, "fsync-dir", os.TempDir(), "fsync: directory to measure (with -spawn: the node's data directory)")
-	flag.IntVar(&cfg.rounds, "rounds", 1, "create: repeat every level this many times (interleaved with etcd's)")
+	flag.IntVar(&cfg.rounds, "rounds", 1, "create, read: repeat every level this many times (interleaved with the other servers' and etcd's)")
 	flag.IntVar(&cfg.etcd, "etcd", 0, "create: start an etcd of this many members ("+benchutil.EtcdBin+", package etcd-server) and measure its puts right after each ctlplane level (0: none)")
 	etcdAddrs := flag.String("etcd-endpoints", "", "create: compare with the running etcd at these client addresses (host:port, the leader first) instead of starting one")
 	flag.StringVar(&cfg.name, "name", "ctlplane", "create: name of the measured server in the side-by-side table")
@@ -185,7 +185,7 @@ func run() error {
 	}
 	fmt.Printf("# started:    %s\n\n", time.Now().Format(time.RFC3339))
 
-	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256)}
+	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256), ids: map[string][]string{}}
 	b.c.Token = cfg.token
 	b.systems = append([]system{{name: cfg.name, c: b.c}}, others...)
 	if cfg.scenarios["create"] && (cfg.etcd > 0 || len(cfg.etcdAddrs) > 0) {

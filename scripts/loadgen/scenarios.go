@@ -24,9 +24,9 @@ type bench struct {
 
 	mu    sync.Mutex
 	rows  []row
-	notes map[string]int // failure messages, "scenario: message" -> count
-	ids   []string       // rules created by the create scenario
-	etcd  *etcdRef       // nil: no etcd comparison
+	notes map[string]int      // failure messages, "scenario: message" -> count
+	ids   map[string][]string // system -> rules the create scenario made there
+	etcd  *etcdRef            // nil: no etcd comparison
 	// systems are the servers create measures, the target first.
 	systems []system
 }
@@ -161,9 +161,9 @@ func (b *bench) create(ctx context.Context) error {
 			for _, sys := range b.systems {
 				lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
 					id, r := b.createRuleOn(ctx, sys.c, "bench")
-					if id != "" && sys.c == b.c {
+					if id != "" {
 						b.mu.Lock()
-						b.ids = append(b.ids, id)
+						b.ids[sys.name] = append(b.ids[sys.name], id)
 						b.mu.Unlock()
 					}
 					return r
@@ -190,22 +190,43 @@ func (b *bench) create(ctx context.Context) error {
 }
 
 // read: GET /v1/acl/binding-rule/<id> of random rules made by create (or
-// 100 made here when create did not run).
+// 100 made here when create did not run), on every measured server in
+// turn, -rounds times.
 func (b *bench) read(ctx context.Context) error {
-	for len(b.ids) < 100 {
-		id, r := b.createRule(ctx, "bench")
-		if f := r.Failure(); f != "" {
-			return fmt.Errorf("creating rules to read: %s", f)
+	ids := map[string][]string{}
+	for _, sys := range b.systems {
+		ids[sys.name] = b.idsOf(sys)
+		for len(ids[sys.name]) < 100 {
+			id, r := b.createRuleOn(ctx, sys.c, "bench")
+			if f := r.Failure(); f != "" {
+				return fmt.Errorf("creating rules to read on %s: %s", sys.name, f)
+			}
+			ids[sys.name] = append(ids[sys.name], id)
 		}
-		b.ids = append(b.ids, id)
 	}
 	n := b.cfg.readClients
-	lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
-		return b.c.Do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+b.ids[rand.N(len(b.ids))], nil, nil)
-	})
-	b.add(row{scenario: "read", what: fmt.Sprintf("GET /v1/acl/binding-rule/<id> (%d rules)", len(b.ids)), clients: n,
-		n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs})
-	return ctx.Err()
+	for round := 1; round <= b.cfg.rounds; round++ {
+		for _, sys := range b.systems {
+			list := ids[sys.name]
+			lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
+				return sys.c.Do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+list[rand.N(len(list))], nil, nil)
+			})
+			b.add(row{scenario: "read", what: fmt.Sprintf("%s: GET /v1/acl/binding-rule/<id> (%d rules)", sys.name, len(list)), clients: n,
+				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs,
+				round: round, system: sys.name})
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// idsOf returns the rules the create scenario made on sys.
+func (b *bench) idsOf(sys system) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.ids[sys.name]...)
 }
 
 // wake: park one blocked list query, create a rule it lists, and time the

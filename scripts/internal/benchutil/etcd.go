@@ -12,6 +12,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // EtcdBin is the etcd server the comparisons run (Debian's etcd-server).
@@ -83,7 +84,7 @@ func StartEtcd(ctx context.Context, dir string, members int) (*Etcd, error) {
 }
 
 func (e *Etcd) waitReady(ctx context.Context, timeout time.Duration) error {
-	c, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 5 * time.Second})
+	c, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func (e *Etcd) waitReady(ctx context.Context, timeout time.Duration) error {
 
 // Leader is the client endpoint of the member that leads.
 func (e *Etcd) Leader(ctx context.Context) (string, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 5 * time.Second})
+	c, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return "", err
 	}
