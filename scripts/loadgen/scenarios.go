@@ -168,7 +168,7 @@ func (b *bench) create(ctx context.Context) error {
 					}
 					return r
 				})
-				b.add(row{scenario: "create", what: "PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
+				b.add(row{scenario: "create", what: sys.name + ": PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
 					rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round, system: sys.name})
 				if ctx.Err() != nil {
 					return ctx.Err()
