@@ -21,6 +21,8 @@ type FSM struct {
 
 	mu    sync.RWMutex // guards state: a restore swaps it
 	state *state.Store
+
+	prep preparedSlot // see PrepareRestore
 }
 
 // New returns an FSM over an empty store.
@@ -189,7 +191,13 @@ func (s *Snapshot) Release() { s.snap.Close() }
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	defer metrics.MeasureSince([]string{"fsm", "restore"}, time.Now())
-	fresh, err := DecodeSnapshot(rc)
+	var fresh *state.Store
+	var err error
+	if p := f.takePrepared(); p != nil {
+		fresh, err = restorePrepared(p, rc)
+	} else {
+		fresh, err = DecodeSnapshot(rc)
+	}
 	if err != nil {
 		return err
 	}

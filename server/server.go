@@ -60,6 +60,8 @@ type Server struct {
 	// logStoreCloser closes the Raft log store (nil in dev mode).
 	logStoreCloser io.Closer
 	snapshots      raft.SnapshotStore
+	// restoreMu serializes snapshot restores (see SnapshotRestore).
+	restoreMu sync.Mutex
 
 	// leaderReady is true once this node is leader and has applied every
 	// entry committed before its term (a barrier): only then may it answer
