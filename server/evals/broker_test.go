@@ -202,4 +202,3 @@ func indexOf(s []string, v string) int {
 	}
 	return -1
 }
-
