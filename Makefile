@@ -16,7 +16,8 @@ dev:
 test:
 	$(GO) test -race -count=1 -timeout 18m ./...
 
-# Every benchmark (scripts/bench.sh): load tool, cluster, failover, snapshots, Go benchmarks.
+# Every benchmark (scripts/bench.sh), next to etcd in the same run: load tool,
+# cluster, failover, snapshots, Go benchmarks. BENCH_QUICK=1: a few minutes.
 bench:
 	scripts/bench.sh
 

@@ -40,30 +40,100 @@ func (f *FSM) State() *state.Store {
 // returned value is what the writer's apply future sees: the stored object,
 // or an error.
 func (f *FSM) ApplyEntry(index uint64, data []byte) any {
+	cmd, data, skip, ok := f.lookup(index, data)
+	if !ok {
+		return skip
+	}
+	defer metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, time.Now(), []metrics.Label{{Name: "type", Value: cmd.name}})
+	resp, err := cmd.apply(f.State(), index, data)
+	if err != nil {
+		// Every server would fail the same way: stop rather than diverge.
+		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, index, err))
+	}
+	return resp
+}
+
+// Entry is one committed log entry; Data nil is an entry that is not the
+// FSM's (e.g. a Raft configuration change), answered with nil.
+type Entry struct {
+	Index uint64
+	Data  []byte
+}
+
+// ApplyEntries applies consecutive committed entries and returns one answer
+// per entry, as ApplyEntry would. Runs of entries whose writes can share a
+// transaction are applied in one (state.Batch): one memdb commit, one index
+// row write per table and one wake-up of the watchers per run; any other
+// entry is applied on its own, in order, between runs.
+func (f *FSM) ApplyEntries(entries []Entry) []any {
+	out := make([]any, len(entries))
+	var b *state.Batch
+	defer func() {
+		if b != nil {
+			b.Abort() // only on a panic
+		}
+	}()
+	flush := func() {
+		if b == nil {
+			return
+		}
+		if err := b.Commit(); err != nil {
+			// The index table takes any row: a failure is a broken store.
+			panic(fmt.Errorf("failed to commit a batch of entries: %w", err))
+		}
+		b = nil
+	}
+	for i, e := range entries {
+		if e.Data == nil {
+			continue
+		}
+		cmd, data, skip, ok := f.lookup(e.Index, e.Data)
+		if !ok {
+			out[i] = skip
+			continue
+		}
+		if cmd.batch == nil {
+			flush()
+			out[i] = f.ApplyEntry(e.Index, e.Data)
+			continue
+		}
+		if b == nil {
+			b = f.State().NewBatch()
+		}
+		start := time.Now()
+		resp, err := cmd.batch(b, e.Index, data)
+		if err != nil {
+			panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, e.Index, err))
+		}
+		metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, start, []metrics.Label{{Name: "type", Value: cmd.name}})
+		out[i] = resp
+	}
+	flush()
+	return out
+}
+
+// lookup finds the command of an entry and returns it with the entry's
+// payload; when ok is false the entry is not applied and skip is its answer
+// (an empty entry, or an unknown type flagged as ignorable).
+func (f *FSM) lookup(index uint64, data []byte) (cmd command, payload []byte, skip any, ok bool) {
 	if len(data) == 0 {
-		return fmt.Errorf("empty log entry at index %d", index)
+		return command{}, nil, fmt.Errorf("empty log entry at index %d", index), false
 	}
 	t := MessageType(data[0])
 	// The flag lets an older server skip a type it does not know; a server
 	// that knows the type applies it.
 	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
 	t &^= IgnoreUnknownTypeFlag
-	cmd, ok := commands[t]
-	if !ok {
+	cmd, known := commands[t]
+	if !known {
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t, "index", index)
-			return nil
+			return command{}, nil, nil, false
 		}
 		// Skipping it would silently diverge from the servers that know it.
 		panic(fmt.Errorf("failed to apply request: unknown message type %d at index %d", t, index))
 	}
-	defer metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, time.Now(), []metrics.Label{{Name: "type", Value: cmd.name}})
-	resp, err := cmd.apply(f.State(), index, data[1:])
-	if err != nil {
-		// Every server would fail the same way: stop rather than diverge.
-		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, index, err))
-	}
-	return resp
+	return cmd, data[1:], nil, true
 }
 
 // Snapshot captures the store in O(1); Stream writes it later.

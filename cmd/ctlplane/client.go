@@ -26,16 +26,27 @@ type apiClient struct {
 // clientFlags adds -address, -token and the TLS options to a command's flags.
 func clientFlags(flags *flag.FlagSet) *apiClient {
 	c := &apiClient{}
-	addr := os.Getenv("CTLPLANE_HTTP_ADDR")
+	// Nomad's variables are accepted too, so that a Nomad user's shell works.
+	addr := firstEnv("CTLPLANE_HTTP_ADDR", "NOMAD_ADDR")
 	if addr == "" {
 		addr = "http://127.0.0.1:8500"
 	}
-	flags.StringVar(&c.address, "address", addr, "HTTP address of a server, http://host:port or https://host:port (env CTLPLANE_HTTP_ADDR)")
-	flags.StringVar(&c.token, "token", os.Getenv("CTLPLANE_TOKEN"), "ACL token (env CTLPLANE_TOKEN)")
+	flags.StringVar(&c.address, "address", addr, "HTTP address of a server, http://host:port or https://host:port (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR)")
+	flags.StringVar(&c.token, "token", firstEnv("CTLPLANE_TOKEN", "NOMAD_TOKEN"), "ACL token (env CTLPLANE_TOKEN, then NOMAD_TOKEN)")
 	flags.StringVar(&c.caFile, "ca-file", os.Getenv("CTLPLANE_CACERT"), "CA certificate to verify an HTTPS server with (env CTLPLANE_CACERT)")
 	flags.StringVar(&c.certFile, "client-cert", os.Getenv("CTLPLANE_CLIENT_CERT"), "client certificate to present over HTTPS (env CTLPLANE_CLIENT_CERT)")
 	flags.StringVar(&c.keyFile, "client-key", os.Getenv("CTLPLANE_CLIENT_KEY"), "key of -client-cert (env CTLPLANE_CLIENT_KEY)")
 	return c
+}
+
+// firstEnv is the first of the variables that is set and not empty.
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // http is the HTTP client, built at first use (after the flags are parsed).

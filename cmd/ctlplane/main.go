@@ -13,13 +13,18 @@ var Version = "0.1.0-dev"
 const usage = `Usage: ctlplane <command> [flags]
 
 Commands:
-  agent      run a server (-dev for an in-memory one on 127.0.0.1:8500)
+  agent      run a server (-dev: an in-memory server and client on 127.0.0.1:8500;
+             -client -servers=HOST:PORT -data-dir=DIR: a client node)
   snapshot   save, restore or inspect a snapshot archive
   operator   raft list-peers / remove-peer
   acl        bootstrap; policies, tokens, roles, auth methods, binding rules
   login      exchange a bearer token for an ACL token through an auth method
   logout     destroy a token created by login
   tls        create a CA and server or client certificates
+  job        run, status, stop, history, revert (Nomad's verbs)
+  deployment list, status [-monitor], fail, pause, resume, unblock, promote, allocation-health
+  alloc      status, logs
+  node       status
   version    print the version
 `
 
@@ -48,6 +53,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runLogout(args[1:], stdout, stderr)
 	case "tls":
 		return runTLS(args[1:], stdout, stderr)
+	case "job":
+		return runJob(args[1:], stdout, stderr)
+	case "deployment":
+		return runDeployment(args[1:], stdout, stderr)
+	case "alloc":
+		return runAlloc(args[1:], stdout, stderr)
+	case "node":
+		return runNode(args[1:], stdout, stderr)
 	case "version", "-version", "--version", "-v":
 		fmt.Fprintf(stdout, "ctlplane v%s\n", Version)
 		return 0

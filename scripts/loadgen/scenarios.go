@@ -26,6 +26,15 @@ type bench struct {
 	rows  []row
 	notes map[string]int // failure messages, "scenario: message" -> count
 	ids   []string       // rules created by the create scenario
+	etcd  *etcdRef       // nil: no etcd comparison
+	// systems are the servers create measures, the target first.
+	systems []system
+}
+
+// system is one server the create scenario measures.
+type system struct {
+	name string
+	c    *benchutil.Client
 }
 
 func (b *bench) add(r row) { b.rows = append(b.rows, r) }
@@ -45,9 +54,13 @@ func ruleBody(authMethod, description string) []byte {
 }
 
 func (b *bench) createRule(ctx context.Context, authMethod string) (string, benchutil.Response) {
+	return b.createRuleOn(ctx, b.c, authMethod)
+}
+
+func (b *bench) createRuleOn(ctx context.Context, c *benchutil.Client, authMethod string) (string, benchutil.Response) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	r := b.c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
+	r := c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
 	if r.Failure() != "" {
 		return "", r
 	}
@@ -61,7 +74,7 @@ func (b *bench) createRule(ctx context.Context, authMethod string) (string, benc
 // load runs op from n goroutines until d has passed. It returns the
 // latencies of the calls that succeeded, the number that failed, and the
 // wall time from start until the last call returned.
-func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duration, op func(context.Context) benchutil.Response) ([]time.Duration, int, time.Duration) {
+func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duration, op func(context.Context, int) benchutil.Response) ([]time.Duration, int, time.Duration) {
 	start := time.Now()
 	deadline := start.Add(d)
 	lats := make([][]time.Duration, n)
@@ -74,7 +87,7 @@ func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duratio
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 				t := time.Now()
-				r := op(rctx)
+				r := op(rctx, w)
 				lat := time.Since(t)
 				cancel()
 				if f := r.Failure(); f != "" {
@@ -138,22 +151,39 @@ func (b *bench) fsync(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// create: PUT /v1/acl/binding-rule from n clients for -duration, per level.
+// create: PUT /v1/acl/binding-rule from n clients for -duration, per level;
+// with an etcd reference, each level is followed at once by etcd puts from
+// as many clients, and the whole is repeated -rounds times, so that both
+// see the same machine load.
 func (b *bench) create(ctx context.Context) error {
-	for _, n := range b.cfg.clients {
-		lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context) benchutil.Response {
-			id, r := b.createRule(ctx, "bench")
-			if id != "" {
-				b.mu.Lock()
-				b.ids = append(b.ids, id)
-				b.mu.Unlock()
+	for round := 1; round <= b.cfg.rounds; round++ {
+		for _, n := range b.cfg.clients {
+			for _, sys := range b.systems {
+				lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
+					id, r := b.createRuleOn(ctx, sys.c, "bench")
+					if id != "" && sys.c == b.c {
+						b.mu.Lock()
+						b.ids = append(b.ids, id)
+						b.mu.Unlock()
+					}
+					return r
+				})
+				b.add(row{scenario: "create", what: "PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
+					rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round, system: sys.name})
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 			}
-			return r
-		})
-		b.add(row{scenario: "create", what: "PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
-			rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs})
-		if ctx.Err() != nil {
-			return ctx.Err()
+			if b.etcd == nil {
+				continue
+			}
+			lats, errs, elapsed := b.load(ctx, "etcd", n, b.cfg.duration, b.etcd.put)
+			b.add(row{scenario: "etcd", what: fmt.Sprintf("etcd %s put 256 B (%d member)", b.etcd.version, b.etcd.members), clients: n,
+				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round,
+				system: "etcd"})
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 	return nil
@@ -170,7 +200,7 @@ func (b *bench) read(ctx context.Context) error {
 		b.ids = append(b.ids, id)
 	}
 	n := b.cfg.readClients
-	lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context) benchutil.Response {
+	lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
 		return b.c.Do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+b.ids[rand.N(len(b.ids))], nil, nil)
 	})
 	b.add(row{scenario: "read", what: fmt.Sprintf("GET /v1/acl/binding-rule/<id> (%d rules)", len(b.ids)), clients: n,
