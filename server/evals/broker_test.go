@@ -140,9 +140,7 @@ func TestBrokerOneAtATimePerJob(t *testing.T) {
 	if r.order[0] != urgent.ID {
 		t.Errorf("the priority 90 evaluation ran at position %d", indexOf(r.order, urgent.ID))
 	}
-	if st := b.Stats(); st.Processed != uint64(len(ids)) || st.Failed != 0 {
-		t.Errorf("stats %+v", st)
-	}
+	waitStats(t, b, func(st evals.Stats) bool { return st.Processed == uint64(len(ids)) && st.Failed == 0 })
 }
 
 // A failing evaluation is tried again, and marked failed with its cause
@@ -161,9 +159,8 @@ func TestBrokerRetriesThenFails(t *testing.T) {
 		ev.StatusDescription != "evaluation failed after 3 attempts: injected scheduler failure" {
 		t.Errorf("broken: %s %q", ev.Status, ev.StatusDescription)
 	}
-	if st := b.Stats(); st.Failed != 1 || st.Processed != 2 {
-		t.Errorf("stats %+v", st)
-	}
+	// The counters move just after the state does.
+	waitStats(t, b, func(st evals.Stats) bool { return st.Failed == 1 && st.Processed == 2 })
 }
 
 // Blocked evaluations run again when the nodes change.
@@ -191,6 +188,17 @@ func TestBrokerUnblocksOnNodeChange(t *testing.T) {
 			t.Fatalf("the blocked evaluation is %s after a node registered", ev.Status)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func waitStats(t *testing.T, b *evals.Broker, ok func(evals.Stats) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok(b.Stats()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("broker stats %+v", b.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
