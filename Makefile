@@ -16,7 +16,8 @@ dev:
 test:
 	$(GO) test -race -count=1 -timeout 18m ./...
 
-# Every benchmark (scripts/bench.sh): load tool, cluster, failover, snapshots, Go benchmarks.
+# Every benchmark (scripts/bench.sh), next to etcd in the same run: load tool,
+# cluster, failover, snapshots, Go benchmarks. BENCH_QUICK=1: a few minutes.
 bench:
 	scripts/bench.sh
 
@@ -26,7 +27,7 @@ CHAOS_HISTORIES ?= 100
 chaos:
 	CHAOS_HISTORIES=$(CHAOS_HISTORIES) $(GO) test -count=1 -timeout 120m -run 'TestLinearizability' -v ./server/ | grep -E '^(chaos:|--- |ok|FAIL)'
 
-# Every fuzz target for FUZZTIME (default 10s) each.
+# Every fuzz target for FUZZTIME (default 10s) each, within FUZZ_TOTAL seconds (default 100) in all.
 fuzz:
 	scripts/fuzz.sh
 

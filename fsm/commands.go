@@ -6,6 +6,9 @@ import "github.com/ctlplane/ctlplane/state"
 type command struct {
 	name  string
 	apply func(s *state.Store, idx uint64, buf []byte) (any, error)
+	// batch, when set, applies the entry inside a batch of entries (one
+	// memdb transaction); otherwise a batch is cut before the entry.
+	batch func(b *state.Batch, idx uint64, buf []byte) (any, error)
 }
 
 var commands = map[MessageType]command{}
@@ -22,13 +25,39 @@ func register[T any](t MessageType, name string, apply func(s *state.Store, idx 
 	}}
 }
 
+// registerBatch is register for a write that also runs inside a batch;
+// alone, it is a batch of one.
+func registerBatch[T any](t MessageType, name string, apply func(b *state.Batch, idx uint64, req *T) any) {
+	batch := func(b *state.Batch, idx uint64, buf []byte) (any, error) {
+		req := new(T)
+		if err := decode(buf, req); err != nil {
+			return nil, err
+		}
+		return apply(b, idx, req), nil
+	}
+	commands[t] = command{name: name, batch: batch, apply: func(s *state.Store, idx uint64, buf []byte) (any, error) {
+		b := s.NewBatch()
+		defer b.Abort()
+		resp, err := batch(b, idx, buf)
+		if err != nil {
+			return nil, err
+		}
+		if _, failed := resp.(error); !failed {
+			if err := b.Commit(); err != nil {
+				return err, nil
+			}
+		}
+		return resp, nil
+	}}
+}
+
 // The commands of the binding-rule, server and ACL families.
 var (
-	BindingRuleSet = define(BindingRuleSetType, "binding rule set", func(s *state.Store, idx uint64, req *BindingRuleSetRequest) (*state.BindingRule, error) {
-		return s.BindingRuleSet(idx, &req.Rule, req.Create)
+	BindingRuleSet = defineBatch(BindingRuleSetType, "binding rule set", func(b *state.Batch, idx uint64, req *BindingRuleSetRequest) (*state.BindingRule, error) {
+		return b.BindingRuleSet(idx, &req.Rule, req.Create)
 	})
-	BindingRuleDelete = define(BindingRuleDeleteType, "binding rule delete", func(s *state.Store, idx uint64, req *BindingRuleDeleteRequest) (Done, error) {
-		return Done{}, s.BindingRuleDelete(idx, req.ID, req.Namespace)
+	BindingRuleDelete = defineBatch(BindingRuleDeleteType, "binding rule delete", func(b *state.Batch, idx uint64, req *BindingRuleDeleteRequest) (Done, error) {
+		return Done{}, b.BindingRuleDelete(idx, req.ID, req.Namespace)
 	})
 	ServerRegister = define(ServerRegisterType, "server register", func(s *state.Store, idx uint64, req *ServerRegisterRequest) (Done, error) {
 		return Done{}, s.ServerSet(idx, &req.Server)

@@ -21,6 +21,8 @@ type FSM struct {
 
 	mu    sync.RWMutex // guards state: a restore swaps it
 	state *state.Store
+
+	prep preparedSlot // see PrepareRestore
 }
 
 // New returns an FSM over an empty store.
@@ -40,30 +42,100 @@ func (f *FSM) State() *state.Store {
 // returned value is what the writer's apply future sees: the stored object,
 // or an error.
 func (f *FSM) ApplyEntry(index uint64, data []byte) any {
+	cmd, data, skip, ok := f.lookup(index, data)
+	if !ok {
+		return skip
+	}
+	defer metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, time.Now(), []metrics.Label{{Name: "type", Value: cmd.name}})
+	resp, err := cmd.apply(f.State(), index, data)
+	if err != nil {
+		// Every server would fail the same way: stop rather than diverge.
+		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, index, err))
+	}
+	return resp
+}
+
+// Entry is one committed log entry; Data nil is an entry that is not the
+// FSM's (e.g. a Raft configuration change), answered with nil.
+type Entry struct {
+	Index uint64
+	Data  []byte
+}
+
+// ApplyEntries applies consecutive committed entries and returns one answer
+// per entry, as ApplyEntry would. Runs of entries whose writes can share a
+// transaction are applied in one (state.Batch): one memdb commit, one index
+// row write per table and one wake-up of the watchers per run; any other
+// entry is applied on its own, in order, between runs.
+func (f *FSM) ApplyEntries(entries []Entry) []any {
+	out := make([]any, len(entries))
+	var b *state.Batch
+	defer func() {
+		if b != nil {
+			b.Abort() // only on a panic
+		}
+	}()
+	flush := func() {
+		if b == nil {
+			return
+		}
+		if err := b.Commit(); err != nil {
+			// The index table takes any row: a failure is a broken store.
+			panic(fmt.Errorf("failed to commit a batch of entries: %w", err))
+		}
+		b = nil
+	}
+	for i, e := range entries {
+		if e.Data == nil {
+			continue
+		}
+		cmd, data, skip, ok := f.lookup(e.Index, e.Data)
+		if !ok {
+			out[i] = skip
+			continue
+		}
+		if cmd.batch == nil {
+			flush()
+			out[i] = f.ApplyEntry(e.Index, e.Data)
+			continue
+		}
+		if b == nil {
+			b = f.State().NewBatch()
+		}
+		start := time.Now()
+		resp, err := cmd.batch(b, e.Index, data)
+		if err != nil {
+			panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, e.Index, err))
+		}
+		metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, start, []metrics.Label{{Name: "type", Value: cmd.name}})
+		out[i] = resp
+	}
+	flush()
+	return out
+}
+
+// lookup finds the command of an entry and returns it with the entry's
+// payload; when ok is false the entry is not applied and skip is its answer
+// (an empty entry, or an unknown type flagged as ignorable).
+func (f *FSM) lookup(index uint64, data []byte) (cmd command, payload []byte, skip any, ok bool) {
 	if len(data) == 0 {
-		return fmt.Errorf("empty log entry at index %d", index)
+		return command{}, nil, fmt.Errorf("empty log entry at index %d", index), false
 	}
 	t := MessageType(data[0])
 	// The flag lets an older server skip a type it does not know; a server
 	// that knows the type applies it.
 	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
 	t &^= IgnoreUnknownTypeFlag
-	cmd, ok := commands[t]
-	if !ok {
+	cmd, known := commands[t]
+	if !known {
 		if ignoreUnknown {
 			f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t, "index", index)
-			return nil
+			return command{}, nil, nil, false
 		}
 		// Skipping it would silently diverge from the servers that know it.
 		panic(fmt.Errorf("failed to apply request: unknown message type %d at index %d", t, index))
 	}
-	defer metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, time.Now(), []metrics.Label{{Name: "type", Value: cmd.name}})
-	resp, err := cmd.apply(f.State(), index, data[1:])
-	if err != nil {
-		// Every server would fail the same way: stop rather than diverge.
-		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, index, err))
-	}
-	return resp
+	return cmd, data[1:], nil, true
 }
 
 // Snapshot captures the store in O(1); Stream writes it later.
@@ -88,11 +160,8 @@ func (s *Snapshot) write(w io.Writer) error {
 	enc := codec.NewEncoder(w, msgpackHandle)
 	var rows uint64
 	for _, table := range state.Tables() {
-		all, err := s.snap.Rows(table)
-		if err != nil {
-			return fmt.Errorf("failed reading %s for the snapshot: %w", table, err)
-		}
-		for _, row := range all {
+		// Row by row from the snapshot's iterator: no list of the table.
+		err := s.snap.Each(table, func(row any) error {
 			if err := enc.Encode(table); err != nil {
 				return err
 			}
@@ -100,6 +169,10 @@ func (s *Snapshot) write(w io.Writer) error {
 				return err
 			}
 			rows++
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("failed writing %s to the snapshot: %w", table, err)
 		}
 	}
 	if err := enc.Encode(""); err != nil {
@@ -118,7 +191,13 @@ func (s *Snapshot) Release() { s.snap.Close() }
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	defer metrics.MeasureSince([]string{"fsm", "restore"}, time.Now())
-	fresh, err := DecodeSnapshot(rc)
+	var fresh *state.Store
+	var err error
+	if p := f.takePrepared(); p != nil {
+		fresh, err = restorePrepared(p, rc)
+	} else {
+		fresh, err = DecodeSnapshot(rc)
+	}
 	if err != nil {
 		return err
 	}
@@ -130,8 +209,14 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
+// RowSink takes the rows of a snapshot stream: a state.Restore builds a
+// store of them, a state.Verifier only checks them.
+type RowSink interface {
+	Insert(table string, row any) error
+}
+
 // ReadSnapshot decodes a snapshot stream into restore.
-func ReadSnapshot(r io.Reader, restore *state.Restore) error {
+func ReadSnapshot(r io.Reader, restore RowSink) error {
 	dec := codec.NewDecoder(r, msgpackHandle)
 	var rows uint64
 	for {
@@ -184,6 +269,17 @@ func ReadSnapshot(r io.Reader, restore *state.Restore) error {
 		}
 		rows++
 	}
+}
+
+// VerifySnapshot reads a whole snapshot stream and checks every record and
+// row as DecodeSnapshot would, holding one row at a time, and returns the
+// number of rows of each table.
+func VerifySnapshot(r io.Reader) (map[string]int, error) {
+	v := state.NewVerifier()
+	if err := ReadSnapshot(r, v); err != nil {
+		return nil, err
+	}
+	return v.Counts(), nil
 }
 
 // DecodeSnapshot reads a whole snapshot stream into a new, detached store:

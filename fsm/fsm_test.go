@@ -833,8 +833,13 @@ func TestRestoreCorruptStreamLeavesStateUntouched(t *testing.T) {
 				t.Fatalf("Counts %v", got)
 			}
 			// The same stream through DecodeSnapshot: an error and no store.
-			if s, err := fsm.DecodeSnapshot(bytes.NewReader(c.data)); err == nil || s != nil {
-				t.Fatalf("DecodeSnapshot: store %v err %v", s, err)
+			s, derr := fsm.DecodeSnapshot(bytes.NewReader(c.data))
+			if derr == nil || s != nil {
+				t.Fatalf("DecodeSnapshot: store %v err %v", s, derr)
+			}
+			// VerifySnapshot refuses it with the same error.
+			if _, verr := fsm.VerifySnapshot(bytes.NewReader(c.data)); verr == nil || verr.Error() != derr.Error() {
+				t.Fatalf("VerifySnapshot: %v, DecodeSnapshot: %v", verr, derr)
 			}
 		})
 	}

@@ -28,6 +28,22 @@ func define[Req, Resp any](t MessageType, name string, apply func(s *state.Store
 	return Command[Req, Resp]{Type: t, Name: name}
 }
 
+// defineBatch is define for a write that can share a batch's transaction
+// with the entries around it (see FSM.ApplyEntries).
+func defineBatch[Req, Resp any](t MessageType, name string, apply func(b *state.Batch, idx uint64, req *Req) (Resp, error)) Command[Req, Resp] {
+	registerBatch(t, name, func(b *state.Batch, idx uint64, req *Req) any {
+		resp, err := apply(b, idx, req)
+		if err != nil {
+			return err
+		}
+		if _, done := any(resp).(Done); done {
+			return nil // as define answers
+		}
+		return resp
+	})
+	return Command[Req, Resp]{Type: t, Name: name}
+}
+
 // Applier commits an encoded log entry and returns what the FSM returned.
 type Applier interface {
 	ApplyEntry(entry []byte) (any, error)

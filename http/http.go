@@ -21,36 +21,49 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Backend is what the HTTP layer needs from a server.
+// Backend is what the HTTP layer needs from a server: the small
+// interfaces below, each named for what its endpoints use. No Raft type
+// crosses it.
 type Backend interface {
-	// State is the current state store (it changes on snapshot restore).
-	State() *state.Store
-	// ApplyEntry commits a log entry through Raft (fsm.Apply is its typed form).
-	fsm.Applier
-	// CheckRead says whether a default-mode or consistent read may be answered here.
-	CheckRead(consistent bool) error
+	StateReader
+	fsm.Applier // writes: fsm.Apply(backend, fsm.Command, &req)
+	ReadChecker
+	Operator
+	AgentInfo
+}
 
-	Leader() string
-	Peers() ([]string, error)
+// StateReader gives the current state store (it changes on snapshot restore).
+type StateReader interface {
+	State() *state.Store
+}
+
+// ReadChecker is what reads need: may this server answer (default or
+// consistent mode), and what it reports about the leader.
+type ReadChecker interface {
+	CheckRead(consistent bool) error
 	KnownLeader() bool
 	LastContact() time.Duration
+}
 
+// Operator is what the status, operator and snapshot endpoints use.
+type Operator interface {
+	Leader() string
+	Peers() ([]string, error)
 	// RaftConfiguration is the Raft configuration and the log index it is from.
 	RaftConfiguration() ([]svc.RaftPeer, uint64, error)
 	// ServerNames maps server IDs to node names.
 	ServerNames() map[string]string
-	// RemoveServer removes a server from the cluster.
 	RemoveServer(id string) error
 	// SnapshotSave writes a snapshot archive; SnapshotRestore restores one
 	// onto the whole cluster.
 	SnapshotSave(w io.Writer) error
 	SnapshotRestore(r io.Reader) error
+}
 
-	// ACLEnabled says whether access control is on.
+// AgentInfo is the agent's configuration the handlers depend on.
+type AgentInfo interface {
 	ACLEnabled() bool
-	// IsDev says whether this is an in-memory development agent.
 	IsDev() bool
-	// Datacenter is the cluster's datacenter name.
 	Datacenter() string
 }
 

@@ -1,36 +1,49 @@
 #!/usr/bin/env bash
-# Runs every benchmark of the project in one go and prints the numbers:
-#   1. single persistent node: disk fsync, creates at 1/16/64 clients, reads,
-#      blocked-query wake-up, 10,000-watcher fan-out (scripts/loadgen)
-#   2. the same creates with ACLs off
-#   3. creates through the leader of a local 3-node cluster (scripts/cluster.sh)
-#   4. failover time over 10 leader kills (scripts/failover)
-#   5. snapshot save/restore at 100k and 1M rules (scripts/snapbench)
-#   6. Go benchmarks (token resolution, ...)
-# Usage: scripts/bench.sh [quick]   ("quick": short durations, smaller sizes)
+# Runs every benchmark of the project in one go and prints the numbers, each
+# next to its reference measured in the same run on the same machine:
+#   1. single persistent node (ACLs on): disk fsync; creates at 1/16/64
+#      clients on the default boltdb log store, the wal log store and with
+#      ACLs off, each level followed at once by the same load of 256 B puts
+#      on a single-member etcd; reads; blocked-query wake-up; 10,000-watcher
+#      fan-out (scripts/loadgen)
+#   2. creates through the leader of a local 3-node cluster (scripts/cluster.sh)
+#      next to a 3-member etcd cluster's puts through its leader
+#   3. failover time over 10 leader kills (scripts/failover)
+#   4. snapshot save/restore at 100k and 1M rules (scripts/snapbench)
+#   5. Go benchmarks (token resolution, ...)
+# etcd is Debian's etcd-server package, installed here when missing; every
+# etcd member runs on 127.0.0.1 with its data in a temporary directory.
+# Usage: scripts/bench.sh [quick]   (or BENCH_QUICK=1: short durations,
+# one round, smaller sizes; a few minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=${1:-}
-dur=5s watchers=10000 trials=10 rules=100000,1000000
-if [ "$quick" = quick ]; then dur=1s watchers=1000 trials=2 rules=20000; fi
+quick=${BENCH_QUICK:-}
+if [ "${1:-}" = quick ]; then quick=1; fi
+dur=5s rounds=2 watchers=10000 trials=10 rules=100000,1000000
+if [ -n "$quick" ] && [ "$quick" != 0 ]; then dur=2s rounds=1 watchers=1000 trials=2 rules=20000; fi
 
-echo "== ctlplane benchmarks, $(date -u +%FT%TZ), $(go version), $(nproc) cores"
-echo "== 1. single node (ACLs on)"
-go run ./scripts/loadgen -spawn -duration="$dur" -watchers="$watchers"
-echo "== 2. single node, ACLs off (creates)"
-go run ./scripts/loadgen -spawn -duration="$dur" -scenarios=create -agent-args=-acl-enabled=false
-echo "== 3. 3-node cluster (creates through the leader)"
+if [ ! -x /usr/bin/etcd ]; then
+	echo "== installing etcd-server (the reference)"
+	apt-get install -y etcd-server >/dev/null || { apt-get update >/dev/null && apt-get install -y etcd-server >/dev/null; }
+fi
+
+echo "== ctlplane benchmarks, $(date -u +%FT%TZ), $(go version), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== 1. single node, next to a single-member etcd"
+go run ./scripts/loadgen -spawn -duration="$dur" -rounds="$rounds" -watchers="$watchers" -read-clients=16 -etcd=1 \
+	-name=boltdb -variant=wal=-raft-log-store=wal -variant=acl-off=-acl-enabled=false
+echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd"
 dir=$(mktemp -d)
 trap 'scripts/cluster.sh stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 scripts/cluster.sh start "$dir" >/dev/null
 leader=$(curl -s http://127.0.0.1:8501/v1/status/leader?stale | tr -d '"')
 http="127.0.0.1:850${leader: -1}"
 echo "leader raft $leader, http $http"
-go run ./scripts/loadgen -addr="http://$http" -token="$(cat "$dir/management-token")" -duration="$dur" -scenarios=create
+go run ./scripts/loadgen -addr="http://$http" -token="$(cat "$dir/management-token")" -duration="$dur" -rounds="$rounds" \
+	-scenarios=create -etcd=3 -name=cluster
 scripts/cluster.sh stop "$dir" >/dev/null
-echo "== 4. failover"
+echo "== 3. failover"
 go run ./scripts/failover -trials="$trials"
-echo "== 5. snapshots"
+echo "== 4. snapshots"
 go run ./scripts/snapbench -rules="$rules"
-echo "== 6. Go benchmarks"
+echo "== 5. Go benchmarks"
 go test -run '^$' -bench . -benchtime 200000x ./server/acl/

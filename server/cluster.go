@@ -148,21 +148,31 @@ func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 		info.Known = append(info.Known, k)
 	}
 	s.knownMu.Unlock()
-	info.Cluster = s.raftServers()
+	info.Cluster = s.raftServersOrNone()
 	info.AppliedIndex = s.raft.AppliedIndex()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(info)
 }
 
-// raftServers is the current Raft configuration, nil when there is none.
-func (s *Server) raftServers() []state.ServerInfo {
+// raftServers is the current Raft configuration (an error when it cannot be read).
+func (s *Server) raftServers() ([]state.ServerInfo, error) {
 	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
-		return nil
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("failed to read the Raft configuration: %w", err)
 	}
 	var out []state.ServerInfo
 	for _, srv := range f.Configuration().Servers {
 		out = append(out, state.ServerInfo{ID: string(srv.ID), RaftAddr: string(srv.Address)})
+	}
+	return out, nil
+}
+
+// raftServersOrNone is raftServers where "none known yet" is the right
+// reading of a failure (cluster formation retries; the error is logged).
+func (s *Server) raftServersOrNone() []state.ServerInfo {
+	out, err := s.raftServers()
+	if err != nil {
+		s.logger.Debug("no Raft configuration yet", "error", err)
 	}
 	return out
 }
@@ -182,8 +192,12 @@ func (s *Server) registerServer(srv state.ServerInfo) error {
 
 // RemoveServer removes a server from the Raft configuration and forgets it.
 func (s *Server) RemoveServer(id string) error {
+	members, err := s.raftServers()
+	if err != nil {
+		return err
+	}
 	found := false
-	for _, c := range s.raftServers() {
+	for _, c := range members {
 		if c.ID == id {
 			found = true
 		}
@@ -197,7 +211,7 @@ func (s *Server) RemoveServer(id string) error {
 		}
 		return fmt.Errorf("failed to remove server %s: %w", id, err)
 	}
-	_, err := fsm.Apply(s, fsm.ServerDeregister, &fsm.ServerDeregisterRequest{ID: id})
+	_, err = fsm.Apply(s, fsm.ServerDeregister, &fsm.ServerDeregisterRequest{ID: id})
 	return err
 }
 
@@ -262,7 +276,7 @@ func (s *Server) discover() {
 				existing, existingAddr = info, addr
 			}
 		}
-		if len(s.raftServers()) > 0 {
+		if len(s.raftServersOrNone()) > 0 {
 			return // configured by a leader that added us
 		}
 		if existing != nil {
@@ -407,7 +421,7 @@ func (s *Server) keepRegistered() {
 // by a snapshot restore).
 func (s *Server) forgetDepartedServers() {
 	members := map[string]bool{}
-	for _, c := range s.raftServers() {
+	for _, c := range s.raftServersOrNone() {
 		members[c.ID] = true
 	}
 	if len(members) == 0 {
@@ -431,7 +445,7 @@ func (s *Server) forgetDepartedServers() {
 // (which, with ACLs on, would need a token).
 func (s *Server) registerKnownMembers() {
 	members := map[string]string{}
-	for _, c := range s.raftServers() {
+	for _, c := range s.raftServersOrNone() {
 		members[c.ID] = c.RaftAddr
 	}
 	s.knownMu.Lock()

@@ -65,6 +65,12 @@ type Config struct {
 	// token required when ACLs are on).
 	EnableDebug bool
 
+	// RaftLogStore is the persistent Raft log store: LogStoreBoltDB (the
+	// default) or LogStoreWAL.
+	RaftLogStore string
+	// RaftBolt tunes the boltdb log store.
+	RaftBolt BoltOptions
+
 	// SnapshotThreshold is how many log entries trigger a snapshot.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration

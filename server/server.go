@@ -27,7 +27,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // ErrNoLeader is returned when there is no leader to serve a request.
@@ -58,8 +57,11 @@ type Server struct {
 	// TLS when tls is set.
 	transport raft.Transport
 	tls       *tlsutil.Bundle
-	boltStore *raftboltdb.BoltStore // nil in dev mode
-	snapshots raft.SnapshotStore
+	// logStoreCloser closes the Raft log store (nil in dev mode).
+	logStoreCloser io.Closer
+	snapshots      raft.SnapshotStore
+	// restoreMu serializes snapshot restores (see SnapshotRestore).
+	restoreMu sync.Mutex
 
 	// leaderReady is true once this node is leader and has applied every
 	// entry committed before its term (a barrier): only then may it answer
@@ -215,15 +217,9 @@ func (s *Server) setupRaft() error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("failed to create %s: %w", dir, err)
 		}
-		s.boltStore, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
-		if err != nil {
-			return fmt.Errorf("failed to open Raft store %s: %w", filepath.Join(dir, "raft.db"), err)
-		}
-		cache, err := raft.NewLogCache(512, s.boltStore)
-		if err != nil {
+		if logs, stable, err = s.openLogStore(dir); err != nil {
 			return err
 		}
-		logs, stable = cache, s.boltStore
 		snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.logger.Named("snapshot"))
 		if err != nil {
 			return fmt.Errorf("failed to open snapshot store in %s: %w", dir, err)
@@ -426,10 +422,8 @@ func (s *Server) closeStores() {
 	if c, ok := s.transport.(io.Closer); ok {
 		c.Close()
 	}
-	if s.boltStore != nil {
-		if err := s.boltStore.Close(); err != nil {
-			s.logger.Error("failed to close Raft store", "error", err)
-		}
+	if err := s.closeLogStore(); err != nil {
+		s.logger.Error("failed to close Raft store", "error", err)
 	}
 }
 

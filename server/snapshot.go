@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metrics "github.com/armon/go-metrics"
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/snapshot"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/raft"
@@ -57,7 +56,13 @@ func (s *Server) SnapshotRestore(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if _, err := fsm.DecodeSnapshot(body); err != nil {
+	// One restore at a time: the FSM keeps one prepared store. Decoding
+	// the archive here both checks it and builds the store the FSM's
+	// Restore swaps in when Raft hands it the same bytes.
+	s.restoreMu.Lock()
+	defer s.restoreMu.Unlock()
+	defer s.fsm.DropPrepared()
+	if err := s.fsm.PrepareRestore(body); err != nil {
 		return state.NewError(state.ErrInvalid, "invalid snapshot archive: the state does not decode: %v", err)
 	}
 	if body, err = archive.State(); err != nil {

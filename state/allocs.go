@@ -230,7 +230,7 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 	txn := s.db.Txn(true)
 	defer txn.Abort()
 	touched := false
-	jobs := map[[2]string]bool{}
+	jobs := map[[2]string]bool{} // job → an allocation of it stopped
 	for _, u := range updates {
 		raw, err := txn.First(allocsTable, "id", u.ID)
 		if err != nil {
@@ -240,6 +240,7 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 			continue
 		}
 		a := raw.(*Allocation).Copy()
+		wasLive := !a.TerminalStatus()
 		a.ClientStatus = u.ClientStatus
 		a.ClientDescription = u.ClientDescription
 		if u.TaskStates != nil {
@@ -265,7 +266,10 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 		if err := txn.Insert(allocsTable, a); err != nil {
 			return fmt.Errorf("failed updating allocation: %w", err)
 		}
-		jobs[[2]string{a.Namespace, a.JobID}] = true
+		// Refreshing the job's status walks all of its allocations, too
+		// much for every report: it can only change when an allocation
+		// stops being live, or while the job is not running yet.
+		jobs[[2]string{a.Namespace, a.JobID}] = jobs[[2]string{a.Namespace, a.JobID}] || (wasLive && a.TerminalStatus())
 		touched = true
 	}
 	if touched {
@@ -278,7 +282,16 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 			return err
 		}
 	}
-	for k := range jobs {
+	for k, stopped := range jobs {
+		if !stopped {
+			raw, err := txn.First(jobsTable, "id", k[0], k[1])
+			if err != nil {
+				return fmt.Errorf("failed job lookup: %w", err)
+			}
+			if raw != nil && raw.(*Job).Status == JobStatusRunning {
+				continue // running, and nothing of it stopped: it stays running
+			}
+		}
 		if err := refreshJobStatusTxn(txn, idx, k[0], k[1]); err != nil {
 			return err
 		}

@@ -110,15 +110,18 @@ func (s *Store) BindingRules(ws memdb.WatchSet, ns, authMethod string) (uint64, 
 // its CreateIndex and its AuthMethod (taken when rule.AuthMethod is empty,
 // otherwise it must be equal).
 func (s *Store) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*BindingRule, error) {
+	return inBatch(s, func(b *Batch) (*BindingRule, error) { return b.BindingRuleSet(idx, rule, create) })
+}
+
+// BindingRuleSet is Store.BindingRuleSet inside a batch.
+func (b *Batch) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*BindingRule, error) {
 	if rule.ID == "" || rule.Namespace == "" {
 		return nil, errorf(ErrInvalid, "binding rule is missing its ID or namespace")
 	}
 	if !uuidRE.MatchString(rule.ID) {
 		return nil, errorf(ErrInvalid, "binding rule ID %q is not a UUID", rule.ID)
 	}
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-
+	txn := b.txn
 	raw, err := txn.First(bindingRulesTable, "id", rule.ID)
 	if err != nil {
 		return nil, fmt.Errorf("failed binding rule lookup: %w", err)
@@ -148,39 +151,38 @@ func (s *Store) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 	}
 	stored.ModifyIndex = idx
 
+	// memdb computes every index value before it changes anything, so a
+	// failed insert leaves the batch as it was.
 	if err := txn.Insert(bindingRulesTable, &stored); err != nil {
 		return nil, fmt.Errorf("failed inserting binding rule: %w", err)
 	}
-	if err := setIndex(txn, bindingRulesTable, idx); err != nil {
-		return nil, err
-	}
-	txn.Commit()
+	b.touch(bindingRulesTable, idx)
 	return &stored, nil
 }
 
 // BindingRuleDelete removes the rule with that ID from namespace ns at Raft
 // index idx. A rule that is not there is ErrNotFound and changes nothing.
 func (s *Store) BindingRuleDelete(idx uint64, id, ns string) error {
+	_, err := inBatch(s, func(b *Batch) (struct{}, error) { return struct{}{}, b.BindingRuleDelete(idx, id, ns) })
+	return err
+}
+
+// BindingRuleDelete is Store.BindingRuleDelete inside a batch.
+func (b *Batch) BindingRuleDelete(idx uint64, id, ns string) error {
 	if !uuidRE.MatchString(id) {
 		return errorf(ErrInvalid, "binding rule ID %q is not a UUID", id)
 	}
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-
-	raw, err := txn.First(bindingRulesTable, "id", id)
+	raw, err := b.txn.First(bindingRulesTable, "id", id)
 	if err != nil {
 		return fmt.Errorf("failed binding rule lookup: %w", err)
 	}
 	if raw == nil || raw.(*BindingRule).Namespace != ns {
 		return errorf(ErrNotFound, "binding rule does not exist")
 	}
-	if err := txn.Delete(bindingRulesTable, raw); err != nil {
+	if err := b.txn.Delete(bindingRulesTable, raw); err != nil {
 		return fmt.Errorf("failed deleting binding rule: %w", err)
 	}
-	if err := setIndex(txn, bindingRulesTable, idx); err != nil {
-		return err
-	}
-	txn.Commit()
+	b.touch(bindingRulesTable, idx)
 	return nil
 }
 

@@ -78,6 +78,8 @@ func init() {
 				&memdb.StringFieldIndex{Field: "JobID"},
 			}}},
 			"status": {Name: "status", Indexer: &memdb.StringFieldIndex{Field: "Status"}},
+			// ModifyIndex order, for readers that follow only what changed.
+			"modify": {Name: "modify", Indexer: &memdb.UintFieldIndex{Field: "ModifyIndex"}},
 		},
 	}, func() any { return new(Evaluation) })
 }
@@ -100,6 +102,24 @@ func (s *Store) EvalsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*Eval
 // EvalsByStatus lists the evaluations with a status (e.g. pending), by ID.
 func (s *Store) EvalsByStatus(ws memdb.WatchSet, status string) (uint64, []*Evaluation, error) {
 	return getByIndex[Evaluation](s, ws, evalsTable, "status", status)
+}
+
+// EvalsModifiedSince lists the evaluations written after index, in
+// ModifyIndex order; ws fires on the next write to the table. The index
+// returned is the table's.
+func (s *Store) EvalsModifiedSince(ws memdb.WatchSet, index uint64) (uint64, []*Evaluation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	watchTableIndex(txn, ws, evalsTable)
+	iter, err := txn.LowerBound(evalsTable, "modify", index+1)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed evaluation list: %w", err)
+	}
+	var out []*Evaluation
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		out = append(out, raw.(*Evaluation))
+	}
+	return maxIndex(txn, evalsTable), out, nil
 }
 
 // EvalsUpsert inserts or replaces evaluations at idx.

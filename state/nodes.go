@@ -172,3 +172,11 @@ func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string,
 	txn.Commit()
 	return nil
 }
+
+// NodesIndexWatch is the nodes table's index; ws fires on its next write.
+func (s *Store) NodesIndexWatch(ws memdb.WatchSet) (uint64, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	watchTableIndex(txn, ws, nodesTable)
+	return maxIndex(txn, nodesTable), nil
+}

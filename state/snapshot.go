@@ -74,6 +74,21 @@ func (s *Snapshot) Rows(table string) ([]any, error) {
 	return out, nil
 }
 
+// Each calls fn with every row of a table, in its ID order, one at a time,
+// and stops at fn's first error.
+func (s *Snapshot) Each(table string, fn func(row any) error) error {
+	iter, err := s.txn.Get(table, "id")
+	if err != nil {
+		return err
+	}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if err := fn(raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // NewRow returns an empty row of table to decode into, or nil for an
 // unknown table.
 func NewRow(table string) any {
@@ -90,3 +105,61 @@ func (r *Restore) Insert(table string, row any) error {
 	}
 	return nil
 }
+
+// Verifier checks snapshot rows as a Restore takes them (the table exists
+// and every index value of the row builds) and counts them, without
+// building a store: a snapshot is checked holding one row at a time.
+type Verifier struct {
+	counts map[string]int
+}
+
+// NewVerifier starts checking rows.
+func NewVerifier() *Verifier {
+	v := &Verifier{counts: map[string]int{}}
+	for name := range tableSchemas {
+		if name != indexTable {
+			v.counts[name] = 0
+		}
+	}
+	return v
+}
+
+// Insert checks one row of a table, with the errors Restore.Insert gives.
+func (v *Verifier) Insert(table string, row any) error {
+	ts, ok := tableSchemas[table]
+	if !ok {
+		return fmt.Errorf("failed restoring a row of %s: invalid table '%s'", table, table)
+	}
+	// The primary index first, as memdb's Insert checks it.
+	ok, _, err := ts.Indexes["id"].Indexer.(memdb.SingleIndexer).FromObject(row)
+	if err != nil {
+		return fmt.Errorf("failed restoring a row of %s: failed to build primary index: %v", table, err)
+	}
+	if !ok {
+		return fmt.Errorf("failed restoring a row of %s: object missing primary index", table)
+	}
+	for name, is := range ts.Indexes {
+		var ok bool
+		var err error
+		switch ix := is.Indexer.(type) {
+		case memdb.SingleIndexer:
+			ok, _, err = ix.FromObject(row)
+		case memdb.MultiIndexer:
+			ok, _, err = ix.FromObject(row)
+		}
+		switch {
+		case err != nil:
+			return fmt.Errorf("failed restoring a row of %s: failed to build index '%s': %v", table, name, err)
+		case !ok && !is.AllowMissing:
+			return fmt.Errorf("failed restoring a row of %s: missing value for index '%s'", table, name)
+		}
+	}
+	if table != indexTable {
+		v.counts[table]++
+	}
+	return nil
+}
+
+// Counts returns how many rows of each table were checked (the index table
+// aside), as Store.Counts of the restored store would.
+func (v *Verifier) Counts() map[string]int { return v.counts }

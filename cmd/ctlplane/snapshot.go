@@ -143,7 +143,7 @@ func snapshotInspect(file string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, err := fsm.DecodeSnapshot(body)
+	counts, err := fsm.VerifySnapshot(body)
 	if err != nil {
 		return fmt.Errorf("the state does not decode: %w", err)
 	}
@@ -158,7 +158,6 @@ func snapshotInspect(file string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "Size        %d bytes (state %d bytes)\n", info.Size(), a.Meta.Size)
 	fmt.Fprintf(stdout, "SHA-256     %s\n", hex.EncodeToString(h.Sum(nil)))
 	fmt.Fprintf(stdout, "Checksums   ok\n\n")
-	counts := store.Counts()
 	tables := make([]string, 0, len(counts))
 	for t := range counts {
 		tables = append(tables, t)

@@ -198,7 +198,9 @@ func TestAgentHTTPSAndCLI(t *testing.T) {
 	var out, errOut string
 	for {
 		code, out, errOut = ctl("operator", "raft", "list-peers", "-address", httpsURL, "-ca-file", ca, "-token", testManagementToken)
-		if code == 0 || time.Now().After(deadline) {
+		// The node's name shows once its own record is written, just after
+		// it wins its election.
+		if (code == 0 && strings.Contains(out, "n1") && strings.Contains(out, "leader")) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

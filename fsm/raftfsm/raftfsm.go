@@ -8,10 +8,12 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// FSM is the raft.FSM of ctlplane.
+// FSM is the raft.FSM of ctlplane; it is a raft.BatchingFSM.
 type FSM struct {
 	*fsm.FSM
 }
+
+var _ raft.BatchingFSM = (*FSM)(nil)
 
 // New returns a raft.FSM over an empty store.
 func New(logger hclog.Logger) *FSM { return &FSM{FSM: fsm.New(logger)} }
@@ -36,3 +38,21 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *snapshot) Release() { s.s.Release() }
+
+// ApplyBatch applies a batch of committed entries (raft.BatchingFSM): the
+// commands in shared memdb transactions, configuration entries answered
+// with nil.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	entries := make([]fsm.Entry, len(logs))
+	for i, l := range logs {
+		entries[i].Index = l.Index
+		if l.Type == raft.LogCommand {
+			entries[i].Data = l.Data
+			if l.Data == nil {
+				// Not nil, so that an empty command is refused as Apply does.
+				entries[i].Data = []byte{}
+			}
+		}
+	}
+	return f.ApplyEntries(entries)
+}

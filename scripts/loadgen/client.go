@@ -17,18 +17,12 @@ type agent struct {
 	token string // the initial management token
 }
 
-// spawnAgent builds ctlplane once and starts a persistent single node on
+// spawnAgent starts the ctlplane binary bin as a persistent single node on
 // free ports in a new temporary directory, with ACLs on (the default) and a
 // management token for the load.
-func spawnAgent(ctx context.Context, extraArgs []string) (*agent, error) {
+func spawnAgent(ctx context.Context, bin string, extraArgs []string) (*agent, error) {
 	dir, err := os.MkdirTemp("", "ctlplane-loadgen-")
 	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintln(os.Stderr, "loadgen: building ctlplane")
-	bin, err := benchutil.Build(ctx, dir, os.Stderr)
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	httpAddr, err := benchutil.FreeAddr()
@@ -44,7 +38,7 @@ func spawnAgent(ctx context.Context, extraArgs []string) (*agent, error) {
 	token := benchutil.NewToken()
 	ba, err := benchutil.StartAgent(benchutil.AgentConfig{
 		Bin: bin, Name: "bench", DataDir: filepath.Join(dir, "data"), HTTPAddr: httpAddr, RaftAddr: raftAddr,
-		LogPath: filepath.Join(dir, "agent.log"), Args: append([]string{"-bootstrap-expect=1", "-acl-initial-management-token=" + token}, extraArgs...),
+		LogPath: filepath.Join(dir, "agent.log"), Args: append([]string{"-bootstrap-expect=1", "-acl-initial-management-token=" + token, "-http-max-conns-per-client=0"}, extraArgs...),
 	})
 	if err != nil {
 		os.RemoveAll(dir)

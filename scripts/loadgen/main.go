@@ -40,6 +40,33 @@ type config struct {
 	fsyncCount  int
 	fsyncDir    string
 	agentArgs   []string
+	rounds      int
+	etcd        int
+	etcdAddrs   []string
+	name        string    // of the main target in the side-by-side table
+	variants    []variant // -variant
+}
+
+// variant is another spawned server, with extra agent flags, whose creates
+// are measured next to the main one's.
+type variant struct {
+	name string
+	rev  string // git revision to build ("": the working tree's code)
+	args []string
+}
+
+// variantList is the repeatable -variant NAME=FLAGS flag.
+type variantList []variant
+
+func (l *variantList) String() string { return fmt.Sprint(*l) }
+func (l *variantList) Set(v string) error {
+	name, args, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME[@REV]=FLAGS, e.g. wal=-raft-log-store=wal or before@main=")
+	}
+	name, rev, _ := strings.Cut(name, "@")
+	*l = append(*l, variant{name: name, rev: rev, args: strings.Fields(args)})
+	return nil
 }
 
 func main() {
@@ -65,11 +92,19 @@ func run() error {
 	flag.IntVar(&cfg.fsyncCount, "fsync-count", 1000, "fsync: 4 KiB write+fsync operations")
 	agentArgs := flag.String("agent-args", "", "with -spawn: extra agent flags, space-separated (e.g. -acl-enabled=false)")
 	flag.StringVar(&cfg.fsyncDir, "fsync-dir", os.TempDir(), "fsync: directory to measure (with -spawn: the node's data directory)")
+	flag.IntVar(&cfg.rounds, "rounds", 1, "create, read: repeat every level this many times (interleaved with the other servers' and etcd's)")
+	flag.IntVar(&cfg.etcd, "etcd", 0, "create: start an etcd of this many members ("+benchutil.EtcdBin+", package etcd-server) and measure its puts right after each ctlplane level (0: none)")
+	etcdAddrs := flag.String("etcd-endpoints", "", "create: compare with the running etcd at these client addresses (host:port, the leader first) instead of starting one")
+	flag.StringVar(&cfg.name, "name", "ctlplane", "create: name of the measured server in the side-by-side table")
+	flag.Var((*variantList)(&cfg.variants), "variant", "with -spawn, create: also spawn a server with these extra agent flags (and, with @REV, built from that git revision) and measure its creates right after the main one's, as NAME[@REV]=FLAGS (space-separated); repeatable")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", flag.Args())
 	}
 	cfg.agentArgs = strings.Fields(*agentArgs)
+	if *etcdAddrs != "" {
+		cfg.etcdAddrs = strings.Split(*etcdAddrs, ",")
+	}
 	cfg.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -101,13 +136,43 @@ func run() error {
 	defer stop()
 
 	target := cfg.addr
+	var others []system // -variant servers, measured by create only
+	var notes []string
 	if cfg.spawn {
-		a, err := spawnAgent(ctx, cfg.agentArgs)
+		dir, err := os.MkdirTemp("", "ctlplane-loadgen-bin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, "loadgen: building ctlplane")
+		bin, err := benchutil.Build(ctx, dir, os.Stderr)
+		if err != nil {
+			return err
+		}
+		a, err := spawnAgent(ctx, bin, cfg.agentArgs)
 		if err != nil {
 			return err
 		}
 		defer a.stop()
 		target, cfg.fsyncDir, cfg.token = a.URL, a.DataDir, a.token
+		for _, v := range cfg.variants {
+			vbin := bin
+			if v.rev != "" {
+				fmt.Fprintf(os.Stderr, "loadgen: building ctlplane at %s\n", v.rev)
+				if vbin, err = benchutil.BuildRev(ctx, dir, v.rev, os.Stderr); err != nil {
+					return err
+				}
+			}
+			va, err := spawnAgent(ctx, vbin, append(slices.Clone(cfg.agentArgs), v.args...))
+			if err != nil {
+				return fmt.Errorf("variant %s: %w", v.name, err)
+			}
+			defer va.stop()
+			c := benchutil.NewClient(va.URL, slices.Max(cfg.clients)+16)
+			c.Token = va.token
+			others = append(others, system{name: v.name, c: c})
+			notes = append(notes, fmt.Sprintf("# variant:    %s: %s %s (%s)", v.name, map[bool]string{true: "revision " + v.rev, false: "this tree"}[v.rev != ""], strings.Join(v.args, " "), va.URL))
+		}
 	}
 
 	fmt.Printf("# ctlplane loadgen\n")
@@ -115,10 +180,21 @@ func run() error {
 	fmt.Printf("# go:         %s %s/%s  GOMAXPROCS=%d  NumCPU=%d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	fmt.Printf("# target:     %s%s\n", target, map[bool]string{true: " (spawned persistent node: raft-boltdb with fsync, ACLs on, management token)"}[cfg.spawn])
 	fmt.Printf("# fd limit:   %d\n", fdLimit)
+	for _, n := range notes {
+		fmt.Println(n)
+	}
 	fmt.Printf("# started:    %s\n\n", time.Now().Format(time.RFC3339))
 
-	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256)}
+	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256), ids: map[string][]string{}}
 	b.c.Token = cfg.token
+	b.systems = append([]system{{name: cfg.name, c: b.c}}, others...)
+	if cfg.scenarios["create"] && (cfg.etcd > 0 || len(cfg.etcdAddrs) > 0) {
+		if b.etcd, err = startEtcdRef(ctx, cfg.etcd, cfg.etcdAddrs, slices.Max(cfg.clients)); err != nil {
+			return fmt.Errorf("etcd: %w", err)
+		}
+		defer b.etcd.close()
+		fmt.Printf("# reference:  etcd %s, %d member(s), puts to the leader at %s\n", b.etcd.version, b.etcd.members, b.etcd.endpoint)
+	}
 	if err := b.c.WaitReady(ctx, 30*time.Second, nil); err != nil {
 		return err
 	}

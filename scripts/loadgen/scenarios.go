@@ -24,8 +24,17 @@ type bench struct {
 
 	mu    sync.Mutex
 	rows  []row
-	notes map[string]int // failure messages, "scenario: message" -> count
-	ids   []string       // rules created by the create scenario
+	notes map[string]int      // failure messages, "scenario: message" -> count
+	ids   map[string][]string // system -> rules the create scenario made there
+	etcd  *etcdRef            // nil: no etcd comparison
+	// systems are the servers create measures, the target first.
+	systems []system
+}
+
+// system is one server the create scenario measures.
+type system struct {
+	name string
+	c    *benchutil.Client
 }
 
 func (b *bench) add(r row) { b.rows = append(b.rows, r) }
@@ -45,9 +54,13 @@ func ruleBody(authMethod, description string) []byte {
 }
 
 func (b *bench) createRule(ctx context.Context, authMethod string) (string, benchutil.Response) {
+	return b.createRuleOn(ctx, b.c, authMethod)
+}
+
+func (b *bench) createRuleOn(ctx context.Context, c *benchutil.Client, authMethod string) (string, benchutil.Response) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	r := b.c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
+	r := c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
 	if r.Failure() != "" {
 		return "", r
 	}
@@ -61,7 +74,7 @@ func (b *bench) createRule(ctx context.Context, authMethod string) (string, benc
 // load runs op from n goroutines until d has passed. It returns the
 // latencies of the calls that succeeded, the number that failed, and the
 // wall time from start until the last call returned.
-func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duration, op func(context.Context) benchutil.Response) ([]time.Duration, int, time.Duration) {
+func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duration, op func(context.Context, int) benchutil.Response) ([]time.Duration, int, time.Duration) {
 	start := time.Now()
 	deadline := start.Add(d)
 	lats := make([][]time.Duration, n)
@@ -74,7 +87,7 @@ func (b *bench) load(ctx context.Context, scenario string, n int, d time.Duratio
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 				t := time.Now()
-				r := op(rctx)
+				r := op(rctx, w)
 				lat := time.Since(t)
 				cancel()
 				if f := r.Failure(); f != "" {
@@ -138,44 +151,82 @@ func (b *bench) fsync(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// create: PUT /v1/acl/binding-rule from n clients for -duration, per level.
+// create: PUT /v1/acl/binding-rule from n clients for -duration, per level;
+// with an etcd reference, each level is followed at once by etcd puts from
+// as many clients, and the whole is repeated -rounds times, so that both
+// see the same machine load.
 func (b *bench) create(ctx context.Context) error {
-	for _, n := range b.cfg.clients {
-		lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context) benchutil.Response {
-			id, r := b.createRule(ctx, "bench")
-			if id != "" {
-				b.mu.Lock()
-				b.ids = append(b.ids, id)
-				b.mu.Unlock()
+	for round := 1; round <= b.cfg.rounds; round++ {
+		for _, n := range b.cfg.clients {
+			for _, sys := range b.systems {
+				lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
+					id, r := b.createRuleOn(ctx, sys.c, "bench")
+					if id != "" {
+						b.mu.Lock()
+						b.ids[sys.name] = append(b.ids[sys.name], id)
+						b.mu.Unlock()
+					}
+					return r
+				})
+				b.add(row{scenario: "create", what: sys.name + ": PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
+					rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round, system: sys.name})
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 			}
-			return r
-		})
-		b.add(row{scenario: "create", what: "PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
-			rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs})
-		if ctx.Err() != nil {
-			return ctx.Err()
+			if b.etcd == nil {
+				continue
+			}
+			lats, errs, elapsed := b.load(ctx, "etcd", n, b.cfg.duration, b.etcd.put)
+			b.add(row{scenario: "etcd", what: fmt.Sprintf("etcd %s put 256 B (%d member)", b.etcd.version, b.etcd.members), clients: n,
+				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round,
+				system: "etcd"})
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 	return nil
 }
 
 // read: GET /v1/acl/binding-rule/<id> of random rules made by create (or
-// 100 made here when create did not run).
+// 100 made here when create did not run), on every measured server in
+// turn, -rounds times.
 func (b *bench) read(ctx context.Context) error {
-	for len(b.ids) < 100 {
-		id, r := b.createRule(ctx, "bench")
-		if f := r.Failure(); f != "" {
-			return fmt.Errorf("creating rules to read: %s", f)
+	ids := map[string][]string{}
+	for _, sys := range b.systems {
+		ids[sys.name] = b.idsOf(sys)
+		for len(ids[sys.name]) < 100 {
+			id, r := b.createRuleOn(ctx, sys.c, "bench")
+			if f := r.Failure(); f != "" {
+				return fmt.Errorf("creating rules to read on %s: %s", sys.name, f)
+			}
+			ids[sys.name] = append(ids[sys.name], id)
 		}
-		b.ids = append(b.ids, id)
 	}
 	n := b.cfg.readClients
-	lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context) benchutil.Response {
-		return b.c.Do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+b.ids[rand.N(len(b.ids))], nil, nil)
-	})
-	b.add(row{scenario: "read", what: fmt.Sprintf("GET /v1/acl/binding-rule/<id> (%d rules)", len(b.ids)), clients: n,
-		n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs})
-	return ctx.Err()
+	for round := 1; round <= b.cfg.rounds; round++ {
+		for _, sys := range b.systems {
+			list := ids[sys.name]
+			lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
+				return sys.c.Do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+list[rand.N(len(list))], nil, nil)
+			})
+			b.add(row{scenario: "read", what: fmt.Sprintf("%s: GET /v1/acl/binding-rule/<id> (%d rules)", sys.name, len(list)), clients: n,
+				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs,
+				round: round, system: sys.name})
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// idsOf returns the rules the create scenario made on sys.
+func (b *bench) idsOf(sys system) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.ids[sys.name]...)
 }
 
 // wake: park one blocked list query, create a rule it lists, and time the

@@ -19,6 +19,8 @@ type row struct {
 	rate     float64            // ops/s; 0: not applicable
 	lat      *benchutil.Summary // nil: not applicable
 	errors   int
+	round    int    // create and etcd: which round
+	system   string // create and etcd: which server
 }
 
 func (b *bench) print(w io.Writer) {
@@ -41,6 +43,7 @@ func (b *bench) print(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
 	tw.Flush()
+	b.printSideBySide(w)
 	if len(b.notes) > 0 {
 		fmt.Fprintln(w, "\nfailures seen (count  scenario: message):")
 		keys := make([]string, 0, len(b.notes))
@@ -52,4 +55,70 @@ func (b *bench) print(w io.Writer) {
 			fmt.Fprintf(w, "  %6d  %s\n", b.notes[k], k)
 		}
 	}
+}
+
+// printSideBySide prints the creates of every measured server next to
+// etcd's puts measured right after them, level by level, round by round.
+func (b *bench) printSideBySide(w io.Writer) {
+	if b.etcd == nil && len(b.systems) < 2 {
+		return
+	}
+	names := []string{}
+	for _, s := range b.systems {
+		names = append(names, s.name)
+	}
+	if b.etcd != nil {
+		names = append(names, "etcd")
+	}
+	type key struct {
+		round, clients int
+		system         string
+	}
+	byKey := map[key]row{}
+	var levels []key
+	for _, r := range b.rows {
+		if r.scenario != "create" && r.scenario != "etcd" {
+			continue
+		}
+		k := key{r.round, r.clients, r.system}
+		byKey[k] = r
+		if r.system == names[0] {
+			levels = append(levels, key{r.round, r.clients, ""})
+		}
+	}
+	fmt.Fprintf(w, "\nside by side (one run, each level measured on every server in turn")
+	if b.etcd != nil {
+		fmt.Fprintf(w, "; etcd %s, %d member(s), 256 B puts", b.etcd.version, b.etcd.members)
+	}
+	fmt.Fprintln(w, "):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "ROUND\tCLIENTS\t"
+	for _, n := range names {
+		head += strings.ToUpper(n) + " OPS/S\tP50\tP99\t"
+	}
+	if b.etcd != nil {
+		head += strings.ToUpper(names[0]) + "/ETCD\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, l := range levels {
+		line := fmt.Sprintf("%d\t%d\t", l.round, l.clients)
+		for _, n := range names {
+			r, ok := byKey[key{l.round, l.clients, n}]
+			if !ok || r.lat == nil {
+				line += "-\t-\t-\t"
+				continue
+			}
+			line += fmt.Sprintf("%.0f\t%s\t%s\t", r.rate, benchutil.MS(r.lat.P50), benchutil.MS(r.lat.P99))
+		}
+		if b.etcd != nil {
+			first, e := byKey[key{l.round, l.clients, names[0]}], byKey[key{l.round, l.clients, "etcd"}]
+			if e.rate > 0 {
+				line += fmt.Sprintf("%.2f\t", first.rate/e.rate)
+			} else {
+				line += "-\t"
+			}
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
 }

@@ -14,12 +14,19 @@
 //     then it checks that one auth method's list has the expected count;
 //   - save: GET /v1/snapshot into a file, until the body is fully read;
 //   - inspect: `ctlplane snapshot inspect` of the saved archive (its rule
-//     count is checked too).
+//     count is checked too);
+//   - restart: the server stopped and started again on its data, until it
+//     answers the list as leader.
+//
+// With -baseline=REV the same archive is also restored, saved, inspected
+// and restarted on ctlplane built from git revision REV, right after, so
+// that a change is measured against the code before it in the same run.
 //
 // and reads the server's peak RSS (VmHWM from /proc) before stopping it.
 //
 //	go run ./scripts/snapbench                      # -rules=100000,1000000
 //	go run ./scripts/snapbench -rules=20000
+//	go run ./scripts/snapbench -rules=1000000 -baseline=main
 package main
 
 import (
@@ -61,6 +68,7 @@ var teams = []string{"a", "b", "c", "payments", "search", "platform", "data", "w
 const rulesTable = "acl-binding-rules" // the table name `snapshot inspect` prints
 
 type result struct {
+	server     string // "this tree" or the -baseline revision
 	rules      int
 	stateSize  int64 // state.bin
 	archive    int64
@@ -75,6 +83,19 @@ type result struct {
 	inspect    time.Duration
 	inspectRSS int64 // peak RSS of the inspect process
 	agentRSS   int64 // peak RSS of the server, -1 unknown
+	restart    time.Duration
+}
+
+// built is the archive of one rule count, made once and restored into
+// every server measured (all started with the same management token).
+type built struct {
+	token     string
+	archive   string
+	perMethod map[string]int
+	stateSize int64
+	size      int64
+	apply     time.Duration
+	persist   time.Duration
 }
 
 func main() {
@@ -88,9 +109,11 @@ func run() error {
 	var rulesFlag string
 	var keep bool
 	var timeout time.Duration
+	var baseline string
 	flag.StringVar(&rulesFlag, "rules", "100000,1000000", "rule counts to measure, comma-separated")
 	flag.DurationVar(&timeout, "timeout", 15*time.Minute, "bound of each restore, save, list and inspect")
 	flag.BoolVar(&keep, "keep", false, "keep the temporary directory (archives, data and server logs)")
+	flag.StringVar(&baseline, "baseline", "", "also measure ctlplane built from this git revision, right after this tree's, on the same archive")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", flag.Args())
@@ -124,6 +147,17 @@ func run() error {
 		return err
 	}
 
+	type server struct{ name, bin string }
+	servers := []server{{"this tree", bin}}
+	if baseline != "" {
+		fmt.Fprintf(os.Stderr, "snapbench: building ctlplane at %s\n", baseline)
+		bb, err := benchutil.BuildRev(ctx, dir, baseline, os.Stderr)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, server{baseline, bb})
+	}
+
 	fmt.Printf("# ctlplane snapbench\n")
 	fmt.Printf("# command:  %s %s\n", filepath.Base(os.Args[0]), strings.Join(os.Args[1:], " "))
 	fmt.Printf("# go:       %s %s/%s  NumCPU=%d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
@@ -134,12 +168,23 @@ func run() error {
 	var results []*result
 	var runErr error
 	for _, n := range counts {
-		r, err := measure(ctx, bin, filepath.Join(dir, fmt.Sprintf("rules-%d", n)), n, timeout, keep)
-		if r != nil {
-			results = append(results, r)
+		ndir := filepath.Join(dir, fmt.Sprintf("rules-%d", n))
+		b := &built{token: benchutil.NewToken()}
+		for i, sv := range servers {
+			r, err := measure(ctx, sv.bin, filepath.Join(ndir, fmt.Sprint(i)), n, timeout, keep, b)
+			if r != nil {
+				r.server = sv.name
+				results = append(results, r)
+			}
+			if err != nil {
+				runErr = fmt.Errorf("%d rules, %s: %w", n, sv.name, err)
+				break
+			}
 		}
-		if err != nil {
-			runErr = fmt.Errorf("%d rules: %w", n, err)
+		if !keep {
+			os.RemoveAll(ndir) // the archives are large
+		}
+		if runErr != nil {
 			break
 		}
 	}
@@ -149,15 +194,12 @@ func run() error {
 
 // measure builds the archive of n rules in dir, then restores, lists, saves
 // and inspects it against a fresh server.
-func measure(ctx context.Context, bin, dir string, n int, timeout time.Duration, keep bool) (*result, error) {
+func measure(ctx context.Context, bin, dir string, n int, timeout time.Duration, keep bool, b *built) (*result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if !keep {
-		defer os.RemoveAll(dir) // the archives are large
-	}
 	r := &result{rules: n, agentRSS: -1}
-	token := benchutil.NewToken()
+	token := b.token
 	a, err := startAgent(ctx, bin, dir, token)
 	if err != nil {
 		return r, err
@@ -177,20 +219,26 @@ func measure(ctx context.Context, bin, dir string, n int, timeout time.Duration,
 	// The server's own snapshot seeds the FSM: with ACLs on, the restored
 	// state must hold the built-in ACL objects and the management token,
 	// exactly as the server created them.
-	seed := filepath.Join(dir, "seed.snap")
-	if _, _, err := save(ctx, hc, a.URL, token, seed); err != nil {
-		return r, fmt.Errorf("saving the seed snapshot: %w", err)
+	if b.archive == "" {
+		seed := filepath.Join(dir, "seed.snap")
+		if _, _, err := save(ctx, hc, a.URL, token, seed); err != nil {
+			return r, fmt.Errorf("saving the seed snapshot: %w", err)
+		}
+		archive := filepath.Join(filepath.Dir(dir), "built.snap")
+		perMethod, err := build(ctx, r, dir, seed, archive)
+		if err != nil {
+			return r, fmt.Errorf("building the archive: %w", err)
+		}
+		// The FSM is garbage now; give its memory back before the server needs its own.
+		runtime.GC()
+		debug.FreeOSMemory()
+		fmt.Fprintf(os.Stderr, "snapbench: %d rules: applied in %s, persisted and archived in %s: state %s, archive %s\n",
+			n, r.apply.Round(time.Millisecond), r.persist.Round(time.Millisecond), benchutil.Bytes(r.stateSize), benchutil.Bytes(r.archive))
+		b.archive, b.perMethod, b.stateSize, b.size, b.apply, b.persist = archive, perMethod, r.stateSize, r.archive, r.apply, r.persist
+	} else {
+		r.stateSize, r.archive, r.apply, r.persist = b.stateSize, b.size, b.apply, b.persist
 	}
-	archive := filepath.Join(dir, "built.snap")
-	perMethod, err := build(ctx, r, dir, seed, archive)
-	if err != nil {
-		return r, fmt.Errorf("building the archive: %w", err)
-	}
-	// The FSM is garbage now; give its memory back before the server needs its own.
-	runtime.GC()
-	debug.FreeOSMemory()
-	fmt.Fprintf(os.Stderr, "snapbench: %d rules: applied in %s, persisted and archived in %s: state %s, archive %s\n",
-		n, r.apply.Round(time.Millisecond), r.persist.Round(time.Millisecond), benchutil.Bytes(r.stateSize), benchutil.Bytes(r.archive))
+	archive, perMethod := b.archive, b.perMethod
 
 	// Restore.
 	fmt.Fprintf(os.Stderr, "snapbench: %d rules: restoring\n", n)
@@ -272,6 +320,29 @@ func measure(ctx context.Context, bin, dir string, n int, timeout time.Duration,
 		r.agentRSS = rss
 	} else {
 		fmt.Fprintln(os.Stderr, "snapbench: reading the server's peak RSS:", err)
+	}
+
+	// Restart: stop, start on the same data (its snapshot and the log
+	// after it) until it answers the list as leader, and list once more.
+	fmt.Fprintf(os.Stderr, "snapbench: %d rules: restarting\n", n)
+	if code := a.Stop(60 * time.Second); code != 0 {
+		return r, fmt.Errorf("server exited with status %d before the restart", code)
+	}
+	t = time.Now()
+	if err := a.Start(); err != nil {
+		return r, fmt.Errorf("restart: %w", err)
+	}
+	if err := c.WaitReady(ctx, timeout, a.Exited()); err != nil {
+		return r, fmt.Errorf("restart: %w", err)
+	}
+	r.restart = time.Since(t)
+	lr = c.Get(ctx, "/v1/acl/binding-rules?authmethod="+r.listMethod, timeout)
+	listed = nil
+	if err := json.Unmarshal(lr.Body, &listed); err != nil || len(listed) != perMethod[r.listMethod] {
+		return r, fmt.Errorf("after the restart, auth method %s lists %d rules, expected %d (%v)", r.listMethod, len(listed), perMethod[r.listMethod], err)
+	}
+	if rss, err := a.PeakRSS(); err == nil && rss > r.agentRSS {
+		r.agentRSS = rss
 	}
 	return r, nil
 }
@@ -506,14 +577,14 @@ func printResults(results []*result) {
 		return benchutil.Bytes(n)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "RULES\tSTATE\tARCHIVE\tBUILD\tRESTORE\tLIST ONE METHOD\tSAVE\tSAVED\tINSPECT\tSERVER PEAK RSS\tINSPECT PEAK RSS\t")
+	fmt.Fprintln(tw, "SERVER\tRULES\tSTATE\tARCHIVE\tBUILD\tRESTORE\tLIST ONE METHOD\tSAVE\tSAVED\tINSPECT\tRESTART\tSERVER PEAK RSS\tINSPECT PEAK RSS\t")
 	for _, r := range results {
 		list := "-"
 		if r.listCount > 0 {
 			list = fmt.Sprintf("%s (%d)", sec(r.list), r.listCount)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.rules, size(r.stateSize), size(r.archive),
-			sec(r.apply+r.persist), sec(r.restore), list, sec(r.save), size(r.saved), sec(r.inspect), size(r.agentRSS), size(r.inspectRSS))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.server, r.rules, size(r.stateSize), size(r.archive),
+			sec(r.apply+r.persist), sec(r.restore), list, sec(r.save), size(r.saved), sec(r.inspect), sec(r.restart), size(r.agentRSS), size(r.inspectRSS))
 	}
 	tw.Flush()
 	fmt.Println()
@@ -522,5 +593,6 @@ func printResults(results []*result) {
 	}
 	fmt.Println(`STATE: the FSM snapshot stream (state.bin); ARCHIVE: the built .snap (gzip tar); SAVED: GET /v1/snapshot's archive.
 RESTORE: PUT /v1/snapshot sent -> 200 read; SAVE: GET sent -> body fully read; INSPECT: the ctlplane snapshot inspect process.
-SERVER PEAK RSS: VmHWM of the server after restore, list, save (a fresh server per row).`)
+RESTART: the server stopped and started on its data (the restored snapshot, then the log) until it answers a list as leader.
+SERVER PEAK RSS: VmHWM of the server after restore, list, save, and of the restarted one (a fresh server per row).`)
 }

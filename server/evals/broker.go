@@ -6,7 +6,6 @@ package evals
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -96,17 +95,23 @@ func (b *Broker) Run(ctx context.Context) {
 	// whose new status is not in the state yet.
 	handled := map[string]bool{}
 	attempts := map[string]int{}
+	queue := newPendingQueue()
 	var nodesIndex uint64
 	for {
 		st := b.deps.State()
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
-		_, pending, err := st.EvalsByStatus(ws, state.EvalStatusPending)
-		if err != nil {
+		if err := queue.refresh(st, ws); err != nil {
 			b.logger.Error("failed to read pending evaluations", "error", err)
 			return
 		}
-		idx, _, err := st.Nodes(ws)
+		for id := range handled {
+			if queue.pending[id] == nil {
+				delete(handled, id)
+				delete(attempts, id)
+			}
+		}
+		idx, err := st.NodesIndexWatch(ws)
 		if err != nil {
 			b.logger.Error("failed to read nodes", "error", err)
 			return
@@ -119,44 +124,25 @@ func (b *Broker) Run(ctx context.Context) {
 			nodesIndex = idx
 		}
 
-		live := make(map[string]bool, len(pending))
 		now := b.deps.NowNanos()
-		var ready []*state.Evaluation
 		var nextWake int64
-		for _, ev := range pending {
-			live[ev.ID] = true
-			if handled[ev.ID] {
-				continue
-			}
-			if ev.WaitUntil > now {
-				if nextWake == 0 || ev.WaitUntil < nextWake {
-					nextWake = ev.WaitUntil
+		for idle > 0 {
+			ev := queue.pop(func(ev *state.Evaluation) bool {
+				if handled[ev.ID] || inflight[jobKey{ev.Namespace, ev.JobID}] {
+					return false
 				}
-				continue
-			}
-			ready = append(ready, ev)
-		}
-		for id := range handled {
-			if !live[id] {
-				delete(handled, id)
-				delete(attempts, id)
-			}
-		}
-		sort.SliceStable(ready, func(i, j int) bool {
-			if ready[i].Priority != ready[j].Priority {
-				return ready[i].Priority > ready[j].Priority
-			}
-			return ready[i].CreateIndex < ready[j].CreateIndex
-		})
-		for _, ev := range ready {
-			if idle == 0 {
+				if ev.WaitUntil > now {
+					if nextWake == 0 || ev.WaitUntil < nextWake {
+						nextWake = ev.WaitUntil
+					}
+					return false
+				}
+				return true
+			})
+			if ev == nil {
 				break
 			}
-			k := jobKey{ev.Namespace, ev.JobID}
-			if inflight[k] {
-				continue
-			}
-			inflight[k] = true
+			inflight[jobKey{ev.Namespace, ev.JobID}] = true
 			handled[ev.ID] = true
 			idle--
 			work <- ev
@@ -185,8 +171,8 @@ func (b *Broker) Run(ctx context.Context) {
 		case o := <-done:
 			idle++
 			delete(inflight, jobKey{o.eval.Namespace, o.eval.JobID})
-			if o.err != nil {
-				b.retryOrFail(o.eval, o.err, handled, attempts)
+			if o.err != nil && b.retryOrFail(o.eval, o.err, handled, attempts) {
+				queue.requeue(o.eval)
 			}
 		case <-changed:
 		case <-timer:
@@ -198,14 +184,14 @@ func (b *Broker) Run(ctx context.Context) {
 	}
 }
 
-// retryOrFail lets a failed evaluation be picked up again, or marks it
-// failed after maxAttempts.
-func (b *Broker) retryOrFail(ev *state.Evaluation, cause error, handled map[string]bool, attempts map[string]int) {
+// retryOrFail lets a failed evaluation be picked up again (true), or marks
+// it failed after maxAttempts.
+func (b *Broker) retryOrFail(ev *state.Evaluation, cause error, handled map[string]bool, attempts map[string]int) bool {
 	attempts[ev.ID]++
 	b.logger.Warn("evaluation failed", "eval", ev.ID, "job", ev.JobID, "attempt", attempts[ev.ID], "error", cause)
 	if attempts[ev.ID] < maxAttempts {
 		delete(handled, ev.ID)
-		return
+		return true
 	}
 	failed := *ev
 	failed.Status = state.EvalStatusFailed
@@ -214,9 +200,10 @@ func (b *Broker) retryOrFail(ev *state.Evaluation, cause error, handled map[stri
 	if _, err := fsm.Apply(b.deps.Raft, fsm.EvalUpsert, &fsm.EvalUpsertRequest{Evals: []*state.Evaluation{&failed}}); err != nil {
 		b.logger.Error("failed to mark evaluation failed", "eval", ev.ID, "error", err)
 		delete(handled, ev.ID)
-		return
+		return true
 	}
 	b.failed.Add(1)
+	return false
 }
 
 // unblock marks blocked evaluations pending again.

@@ -197,3 +197,27 @@ func isIssue(line string) bool {
 	}
 	return false
 }
+
+// BuildRev compiles ./cmd/ctlplane as it was at git revision rev (of the
+// repository the working directory is in) to dir/ctlplane-REV, from a copy
+// of that revision's tree, so that a change can be measured against the
+// code before it in the same run.
+func BuildRev(ctx context.Context, dir, rev string, out io.Writer) (string, error) {
+	src, err := os.MkdirTemp(dir, "src-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(src)
+	archive := exec.CommandContext(ctx, "sh", "-c", `git archive --format=tar "$1" | tar -x -C "$2"`, "sh", rev, src)
+	archive.Stdout, archive.Stderr = out, out
+	if err := archive.Run(); err != nil {
+		return "", fmt.Errorf("extracting revision %s: %w", rev, err)
+	}
+	bin := filepath.Join(dir, "ctlplane-"+strings.NewReplacer("/", "_", "~", "_", "^", "_").Replace(rev))
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ctlplane")
+	build.Dir, build.Stdout, build.Stderr = src, out, out
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building revision %s: %w", rev, err)
+	}
+	return bin, nil
+}

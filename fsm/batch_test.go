@@ -1,0 +1,123 @@
+package fsm_test
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/raft"
+)
+
+// batchLogs is a batch that mixes batchable writes, rejected ones, a write
+// that is applied on its own, a configuration entry and an empty command.
+func batchLogs(t *testing.T) []*raft.Log {
+	policy := fsm.ACLPolicySetRequest{Policy: state.ACLPolicy{ID: idC, Name: "p", Rules: `acl = "read"`}}
+	return []*raft.Log{
+		entry(t, 10, fsm.BindingRuleSetType, setReq(idA, "default", "m", "a", true)),
+		entry(t, 11, fsm.BindingRuleSetType, setReq(idA, "default", "m", "again", true)), // conflict
+		entry(t, 12, fsm.ACLPolicySetType, policy),
+		{Index: 13, Term: 1, Type: raft.LogConfiguration, Data: []byte("not ours")},
+		entry(t, 14, fsm.BindingRuleSetType, setReq(idA, "default", "", "a2", false)),
+		entry(t, 15, fsm.BindingRuleSetType, setReq(idB, "default", "m", "b", true)),
+		entry(t, 16, fsm.BindingRuleDeleteType, fsm.BindingRuleDeleteRequest{ID: idMissing, Namespace: "default"}), // not found
+		entry(t, 17, fsm.BindingRuleSetType, setReq(idB, "other", "m", "b", false)),                                // not found
+		{Index: 18, Term: 1, Type: raft.LogCommand, Data: []byte{}},
+	}
+}
+
+// A batch answers and leaves the state exactly as applying its entries one
+// by one does.
+func TestApplyBatchMatchesApply(t *testing.T) {
+	one, batched := newFSM(), newFSM()
+	var want []any
+	for _, l := range batchLogs(t) {
+		if l.Type != raft.LogCommand {
+			want = append(want, nil)
+			continue
+		}
+		want = append(want, one.Apply(l))
+	}
+	got := batched.ApplyBatch(batchLogs(t))
+	if len(got) != len(want) {
+		t.Fatalf("ApplyBatch answered %d values for %d entries", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("entry %d: batch answered %T %v, one by one %T %v", i, got[i], got[i], want[i], want[i])
+		}
+	}
+	wantStateError(t, got[1], state.ErrConflict, "binding rule "+idA+" already exists")
+	if rule, ok := got[4].(*state.BindingRule); !ok || rule.BindName != "a2" || rule.CreateIndex != 10 || rule.ModifyIndex != 14 {
+		t.Errorf("update in the batch answered %#v", got[4])
+	}
+	if !reflect.DeepEqual(allRules(t, batched.State()), allRules(t, one.State())) {
+		t.Errorf("rules differ:\nbatch %v\nalone %v", allRules(t, batched.State()), allRules(t, one.State()))
+	}
+	if !reflect.DeepEqual(indexes(t, batched.State()), indexes(t, one.State())) {
+		t.Errorf("index rows differ:\nbatch %v\nalone %v", indexes(t, batched.State()), indexes(t, one.State()))
+	}
+	if idx := batched.State().TableIndex(rulesTable); idx != 15 {
+		t.Errorf("binding-rule table index %d, want 15 (the last write that changed it)", idx)
+	}
+}
+
+// A batch of only rejected writes changes nothing, not even the index.
+func TestApplyBatchRejectedWritesChangeNothing(t *testing.T) {
+	f := newFSM()
+	applyRule(t, f, 5, setReq(idA, "default", "m", "a", true))
+	got := f.ApplyBatch([]*raft.Log{
+		entry(t, 6, fsm.BindingRuleSetType, setReq(idA, "default", "m", "a", true)),
+		entry(t, 7, fsm.BindingRuleDeleteType, fsm.BindingRuleDeleteRequest{ID: idA, Namespace: "other"}),
+	})
+	wantStateError(t, got[0], state.ErrConflict, "binding rule "+idA+" already exists")
+	wantStateError(t, got[1], state.ErrNotFound, "binding rule does not exist")
+	if idx := f.State().TableIndex(rulesTable); idx != 5 {
+		t.Errorf("table index %d after rejected writes, want 5", idx)
+	}
+	if rules := allRules(t, f.State()); len(rules) != 1 || rules[0].ModifyIndex != 5 {
+		t.Errorf("rules after rejected writes: %v", rules)
+	}
+}
+
+// Watchers of the table wake once the batch is applied.
+func TestApplyBatchWakesWatchers(t *testing.T) {
+	f := newFSM()
+	ws := memdb.NewWatchSet()
+	if _, _, err := f.State().BindingRules(ws, state.AllNamespaces, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.ApplyBatch([]*raft.Log{
+		entry(t, 2, fsm.BindingRuleSetType, setReq(idA, "default", "m", "a", true)),
+		entry(t, 3, fsm.BindingRuleSetType, setReq(idB, "default", "m", "b", true)),
+	})
+	if timedOut := ws.Watch(time.After(time.Second)); timedOut {
+		t.Fatal("list watch did not fire on an applied batch")
+	}
+	if rules := allRules(t, f.State()); len(rules) != 2 {
+		t.Fatalf("%d rules after the batch, want 2", len(rules))
+	}
+}
+
+// VerifySnapshot takes what DecodeSnapshot takes and counts the rows the
+// decoded store holds.
+func TestVerifySnapshotCountsAsDecode(t *testing.T) {
+	valid := persist(t, seededWithServers(t))
+	counts, err := fsm.VerifySnapshot(bytes.NewReader(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := fsm.DecodeSnapshot(bytes.NewReader(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := store.Counts(); !reflect.DeepEqual(counts, want) {
+		t.Fatalf("VerifySnapshot counted %v, the decoded store holds %v", counts, want)
+	}
+	if counts[rulesTable] == 0 || counts["servers"] == 0 {
+		t.Fatalf("counts %v miss the seeded rows", counts)
+	}
+}
