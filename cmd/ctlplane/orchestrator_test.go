@@ -64,6 +64,10 @@ func TestCLIJobRunRawExecOnDevAgent(t *testing.T) {
 	// shell): only the kill of the whole group ends them.
 	waitAllDead(t, mains)
 	waitAllDead(t, children)
+	mustCode(t, 0, "job", "stop", "-purge", addr, "web")
+	if code, _, errOut := ctl("job", "status", addr, "web"); code != 1 || !strings.Contains(errOut, `No job(s) with prefix or id "web" found`) {
+		t.Errorf("job status after a purge: %d %s", code, errOut)
+	}
 }
 
 // A new version whose task keeps exiting non-zero is restarted per its
