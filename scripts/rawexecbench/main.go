@@ -102,8 +102,8 @@ func fail(err error) {
 }
 
 func job(id string, count int, script, pidDir, version string, attempts int) *api.Job {
-	return &api.Job{ID: id, Name: id, Type: "service", Priority: 50, Datacenters: []string{"dc1"},
-		Update: &api.UpdateStrategy{Stagger: 30 * time.Second, MaxParallel: 10, HealthCheck: "task_states", MinHealthyTime: time.Second,
+	return &api.Job{ID: id, Name: id, Type: "service", Datacenters: []string{"dc1"},
+		Update: &api.UpdateStrategy{MaxParallel: 10, HealthCheck: "task_states", MinHealthyTime: time.Second,
 			HealthyDeadline: time.Minute, ProgressDeadline: 5 * time.Minute},
 		TaskGroups: []*api.TaskGroup{{Name: "app", Count: count,
 			RestartPolicy: &api.RestartPolicy{Attempts: attempts, Interval: time.Hour, Delay: 0, Mode: "fail"},
