@@ -3,6 +3,7 @@ package http_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,20 +78,14 @@ func TestAgentMetricsNeedsOperatorRead(t *testing.T) {
 func TestAgentMetricsBlockedQueriesGauge(t *testing.T) {
 	ts := servertest.Start(t)
 	list := ts.Do(t, http.MethodGet, "/v1/acl/binding-rules", "")
+	// The Prometheus text, not the JSON: the JSON shows the last finished
+	// 10 s interval once there is one.
 	gauge := func() (float64, bool) {
-		resp := ts.Do(t, http.MethodGet, "/v1/agent/metrics", "")
-		var summary struct {
-			Gauges []struct {
-				Name  string
-				Value float64
-			}
-		}
-		if err := json.Unmarshal([]byte(resp.Body), &summary); err != nil {
-			t.Fatalf("decoding %s: %v", resp.Body, err)
-		}
-		for _, g := range summary.Gauges {
-			if g.Name == "ctlplane.http.blocking_queries" {
-				return g.Value, true
+		resp := ts.Do(t, http.MethodGet, "/v1/agent/metrics?format=prometheus", "")
+		for _, line := range strings.Split(resp.Body, "\n") {
+			if v, ok := strings.CutPrefix(line, "ctlplane_http_blocking_queries "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				return f, err == nil
 			}
 		}
 		return 0, false
