@@ -145,7 +145,9 @@ func (c *Client) write(ctx context.Context, method, path string, in, out any) er
 		}
 		body = bytes.NewReader(buf)
 	}
-	resp, err := c.do(ctx, method, path, "", body)
+	// A query in path (e.g. "?purge=true") is sent as the query.
+	path, rawQuery, _ := strings.Cut(path, "?")
+	resp, err := c.do(ctx, method, path, rawQuery, body)
 	if err != nil {
 		return err
 	}

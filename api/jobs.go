@@ -24,14 +24,17 @@ const (
 )
 
 // Job is a job in Nomad's JSON job format (Go field names, durations in
-// nanoseconds), as GET /v1/job/:id answers and PUT /v1/jobs takes.
+// nanoseconds), as GET /v1/job/:id answers and PUT /v1/jobs takes. Fields
+// whose zero value is never valid (Name, Type, Priority, Stagger,
+// HealthCheck, HealthyDeadline, Mode) are left out when zero, so that the
+// servers apply Nomad's defaults, as Nomad's client does.
 type Job struct {
 	Region      string
 	Namespace   string
 	ID          string
-	Name        string
-	Type        string
-	Priority    int
+	Name        string `json:",omitempty"`
+	Type        string `json:",omitempty"`
+	Priority    int    `json:",omitempty"`
 	Datacenters []string
 	Meta        map[string]string
 	Update      *UpdateStrategy
@@ -52,11 +55,11 @@ type Job struct {
 
 // UpdateStrategy is a job's or group's update block.
 type UpdateStrategy struct {
-	Stagger          time.Duration
+	Stagger          time.Duration `json:",omitempty"`
 	MaxParallel      int
-	HealthCheck      string
+	HealthCheck      string `json:",omitempty"`
 	MinHealthyTime   time.Duration
-	HealthyDeadline  time.Duration
+	HealthyDeadline  time.Duration `json:",omitempty"`
 	ProgressDeadline time.Duration
 	AutoRevert       bool
 	AutoPromote      bool
@@ -98,7 +101,7 @@ type RestartPolicy struct {
 	Attempts int
 	Interval time.Duration
 	Delay    time.Duration
-	Mode     string
+	Mode     string `json:",omitempty"`
 }
 
 // Task is one unit of work run by a driver.

@@ -177,6 +177,8 @@ func init() {
 			}}},
 			"deployment": {Name: "deployment", AllowMissing: true, Indexer: &memdb.UUIDFieldIndex{Field: "DeploymentID"}},
 			"eval":       {Name: "eval", AllowMissing: true, Indexer: &memdb.UUIDFieldIndex{Field: "EvalID"}},
+			// ModifyIndex order, for readers that follow only what changed.
+			"modify": {Name: "modify", Indexer: &memdb.UintFieldIndex{Field: "ModifyIndex"}},
 		},
 	}, func() any { return new(Allocation) })
 }
@@ -209,6 +211,22 @@ func (s *Store) AllocsByDeployment(ws memdb.WatchSet, deploymentID string) (uint
 // AllocsByEval lists the allocations an evaluation created, by ID.
 func (s *Store) AllocsByEval(ws memdb.WatchSet, evalID string) (uint64, []*Allocation, error) {
 	return getByIndex[Allocation](s, ws, allocsTable, "eval", evalID)
+}
+
+// AllocsModifiedSince lists the allocations written after index, in
+// ModifyIndex order.
+func (s *Store) AllocsModifiedSince(index uint64) ([]*Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := txn.LowerBound(allocsTable, "modify", index+1)
+	if err != nil {
+		return nil, fmt.Errorf("failed allocation list: %w", err)
+	}
+	var out []*Allocation
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		out = append(out, raw.(*Allocation))
+	}
+	return out, nil
 }
 
 // AllocClientUpdate is what a client reports about one of its allocations.

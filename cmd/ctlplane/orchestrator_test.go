@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,6 +66,10 @@ func TestCLIJobRunRawExecOnDevAgent(t *testing.T) {
 	// shell): only the kill of the whole group ends them.
 	waitAllDead(t, mains)
 	waitAllDead(t, children)
+	mustCode(t, 0, "job", "stop", "-purge", addr, "web")
+	if code, _, errOut := ctl("job", "status", addr, "web"); code != 1 || !strings.Contains(errOut, `No job(s) with prefix or id "web" found`) {
+		t.Errorf("job status after a purge: %d %s", code, errOut)
+	}
 }
 
 // A new version whose task keeps exiting non-zero is restarted per its
@@ -255,6 +261,21 @@ func TestClientAgentSurvivesLeaderKill(t *testing.T) {
 	token := "-token=" + testManagementToken
 	mustCodeRetry(t, 0, "job", "run", "-address="+leader.url, token, jobSpec{id: "svc", count: 2, script: sleepScript}.write(t, pids))
 	mains := waitPids(t, pids, ".pid", 2)
+	// Logs through the servers, which forward to the client's own address:
+	// both check the token.
+	alloc := allocsOf(t, ac, "svc")[0]
+	if logs := mustCode(t, 0, "alloc", "logs", "-address="+leader.url, token, alloc.ID); !strings.HasPrefix(logs, "ready ") {
+		t.Errorf("alloc logs with ACLs: %q", logs)
+	}
+	resp, err := http.Get(leader.url + "/v1/client/fs/logs/" + alloc.ID + "?task=main&type=stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !strings.Contains(string(body), "Permission denied") {
+		t.Errorf("logs without a token: %d %s", resp.StatusCode, body)
+	}
 
 	leader.kill(t)
 	var rest []*agent
@@ -322,5 +343,43 @@ func TestClientAgentRestartReattaches(t *testing.T) {
 		t.Errorf("tasks were started again: %v", got)
 	}
 	mustCode(t, 0, "job", "stop", addr, "keep")
+	waitAllDead(t, mains)
+}
+
+// While its only server is down, a client agent keeps its tasks running
+// and retries; once the server is back it carries on (a stop reaches it).
+func TestClientAgentKeepsTasksWhileServersDown(t *testing.T) {
+	pids := taskPids(t)
+	dataDir, raftPort, httpPort := t.TempDir(), memberPort(t), memberPort(t)
+	httpAddr := "127.0.0.1:" + strconv.Itoa(httpPort)
+	args := []string{"agent", "-data-dir=" + dataDir, "-node=n1", "-bind=127.0.0.1:" + strconv.Itoa(raftPort), "-http-addr=" + httpAddr,
+		"-bootstrap-expect=1", "-raft-timeout=200ms", "-acl-initial-management-token=" + testManagementToken}
+	srv := spawnAgent(t, "server", args)
+	t.Setenv("CTLPLANE_NODE_TOKEN", testManagementToken)
+	ca := startClientAgent(t, "-servers="+httpAddr, "-data-dir="+t.TempDir(), "-node=worker")
+	ac, err := api.NewClient(api.Config{Address: srv.url, Token: testManagementToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitNodes(t, ac, 1)
+	token := "-token=" + testManagementToken
+	mustCodeRetry(t, 0, "job", "run", "-address="+srv.url, token, jobSpec{id: "steady", count: 2, script: sleepScript}.write(t, pids))
+	mains := waitPids(t, pids, ".pid", 2)
+
+	srv.kill(t)
+	time.Sleep(3 * time.Second)
+	requireAlive(t, mains)
+	select {
+	case <-ca.done:
+		t.Fatalf("the client agent exited while the server was down: %v", ca.err)
+	default:
+	}
+	srv2 := spawnAgent(t, "server again", args)
+	waitFor(t, "the node to be ready again", func() bool {
+		n, _, err := ac.Node(context.Background(), ca.nodeID, nil)
+		return err == nil && n.Status == api.NodeStatusReady
+	})
+	requireAlive(t, mains)
+	mustCodeRetry(t, 0, "job", "stop", "-address="+srv2.url, token, "steady")
 	waitAllDead(t, mains)
 }

@@ -42,6 +42,8 @@ type Broker struct {
 	workers int
 	logger  hclog.Logger
 
+	usage usageView
+
 	processed atomic.Uint64
 	failed    atomic.Uint64
 	plans     atomic.Uint64
@@ -257,6 +259,11 @@ func (p *planner) SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store,
 	}
 	b.plans.Add(1)
 	return res, nil, nil
+}
+
+// NodeUsage makes the planner the scheduler's UsageSource.
+func (p *planner) NodeUsage(snap *state.Store) (map[string]state.Resources, error) {
+	return p.broker.usage.NodeUsage(snap)
 }
 
 func (p *planner) UpdateEval(eval *state.Evaluation) error { return p.upsert(eval) }

@@ -350,13 +350,20 @@ func (s *Service) AllocsForNode(ws memdb.WatchSet, nodeID string) (uint64, []*st
 	if err != nil {
 		return 0, nil, err
 	}
-	// What ended on the client is the client's own news: leaving it out
-	// keeps the answers small however long the node lives.
+	// What ended on the client is the client's own news, and so are the
+	// task states it reported: leaving them out keeps the answers small
+	// (a node reads its list again whenever the servers change it).
 	out := all[:0]
 	for _, ca := range all {
-		if !ca.Allocation.ClientTerminalStatus() {
-			out = append(out, ca)
+		if ca.Allocation.ClientTerminalStatus() {
+			continue
 		}
+		if ca.Allocation.TaskStates != nil {
+			a := *ca.Allocation
+			a.TaskStates = nil
+			ca = &state.ClientAlloc{Allocation: &a, TaskGroup: ca.TaskGroup}
+		}
+		out = append(out, ca)
 	}
 	return idx, out, nil
 }

@@ -23,7 +23,7 @@ func BenchmarkPlan1000x1000(b *testing.B) {
 	snap, e := h.store.PointInTime(), h.eval(id)
 	b.ResetTimer()
 	for b.Loop() {
-		res, err := compute(snap, e)
+		res, err := compute(snap, e, nil)
 		if err != nil || len(res.plan.Placements) != 1000 {
 			b.Fatalf("%v, %d placements", err, len(res.plan.Placements))
 		}

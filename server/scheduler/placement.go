@@ -59,6 +59,21 @@ func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string
 	return p
 }
 
+// newPlacerFromUsage is newPlacer from the resources already summed per
+// node (a UsageSource) and the job's own allocations.
+func newPlacerFromUsage(nodes []*state.Node, used map[string]state.Resources, jobAllocs []*state.Allocation) *placer {
+	p := newPlacer(nodes, nil, "", "")
+	for id, ni := range p.byID {
+		ni.used = used[id]
+	}
+	for _, a := range jobAllocs {
+		if ni := p.byID[a.NodeID]; ni != nil && !a.TerminalStatus() {
+			ni.jobAllocs++
+		}
+	}
+	return p
+}
+
 // release gives back what a stopped allocation used on its node.
 func (p *placer) release(a *state.Allocation) {
 	if ni := p.byID[a.NodeID]; ni != nil {

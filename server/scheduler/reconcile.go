@@ -69,7 +69,7 @@ type groupState struct {
 }
 
 // compute reconciles the evaluation's job with snap and returns the plan.
-func compute(snap *state.Store, eval *state.Evaluation) (*result, error) {
+func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource) (*result, error) {
 	ns, jobID := eval.Namespace, eval.JobID
 	_, job, err := snap.Job(nil, ns, jobID)
 	if err != nil {
@@ -100,11 +100,19 @@ func compute(snap *state.Store, eval *state.Evaluation) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, cluster, err := snap.Allocs(nil, state.AllNamespaces)
-	if err != nil {
-		return nil, err
+	if usage != nil {
+		used, err := usage.NodeUsage(snap)
+		if err != nil {
+			return nil, err
+		}
+		r.placer = newPlacerFromUsage(nodes, used, allocs)
+	} else {
+		_, cluster, err := snap.Allocs(nil, state.AllNamespaces)
+		if err != nil {
+			return nil, err
+		}
+		r.placer = newPlacer(nodes, cluster, ns, jobID)
 	}
-	r.placer = newPlacer(nodes, cluster, ns, jobID)
 	r.nodes = make(map[string]*state.Node, len(nodes))
 	for _, n := range nodes {
 		r.nodes[n.ID] = n

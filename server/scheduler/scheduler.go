@@ -23,6 +23,15 @@ type Planner interface {
 	CreateEval(eval *state.Evaluation) error // follow-ups, blocked evals
 }
 
+// UsageSource is an optional Planner capability: the resources the live
+// allocations use on each node as of snap, kept up to date incrementally,
+// so that an evaluation need not walk every allocation of the cluster.
+// (The plan applier checks room again, so a view slightly ahead of snap
+// costs at most a refused plan.)
+type UsageSource interface {
+	NodeUsage(snap *state.Store) (map[string]state.Resources, error)
+}
+
 // Scheduler processes one evaluation.
 type Scheduler interface {
 	Process(eval *state.Evaluation) error
@@ -59,8 +68,9 @@ func NewServiceScheduler(logger hclog.Logger, snap *state.Store, planner Planner
 // evaluation (and a blocked evaluation for what could not be placed).
 func (s *serviceScheduler) Process(eval *state.Evaluation) error {
 	snap := s.snap
+	usage, _ := s.planner.(UsageSource)
 	for attempt := 1; ; attempt++ {
-		res, err := compute(snap, eval)
+		res, err := compute(snap, eval, usage)
 		if err != nil {
 			return fmt.Errorf("evaluation %s: %w", eval.ID, err)
 		}

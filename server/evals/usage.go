@@ -1,0 +1,69 @@
+package evals
+
+import (
+	"sync"
+
+	"github.com/ctlplane/ctlplane/state"
+)
+
+// usageView sums, per node, the resources of the live allocations, kept up
+// to date by reading only the allocations written since the last refresh
+// (by ModifyIndex). Schedulers get it through the planner (the scheduler's
+// UsageSource) instead of walking every allocation of the cluster on every
+// evaluation. Workers share it; a view a little ahead of a worker's
+// snapshot costs at most a refused plan (the applier checks room again).
+type usageView struct {
+	mu      sync.Mutex
+	abandon <-chan struct{} // identifies the store the view was built from
+	last    uint64
+	allocs  map[string]contribution
+	nodes   map[string]state.Resources
+}
+
+type contribution struct {
+	node string
+	res  state.Resources
+}
+
+// NodeUsage refreshes the view from snap and returns a copy of it.
+func (v *usageView) NodeUsage(snap *state.Store) (map[string]state.Resources, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if snap.AbandonCh() != v.abandon {
+		// A new store (first use, or a snapshot restore): start over.
+		v.abandon, v.last = snap.AbandonCh(), 0
+		v.allocs = map[string]contribution{}
+		v.nodes = map[string]state.Resources{}
+	}
+	changed, err := snap.AllocsModifiedSince(v.last)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range changed {
+		if old, ok := v.allocs[a.ID]; ok {
+			v.add(old.node, old.res, -1)
+			delete(v.allocs, a.ID)
+		}
+		if !a.TerminalStatus() {
+			v.allocs[a.ID] = contribution{node: a.NodeID, res: a.Resources}
+			v.add(a.NodeID, a.Resources, 1)
+		}
+		v.last = max(v.last, a.ModifyIndex)
+	}
+	out := make(map[string]state.Resources, len(v.nodes))
+	for id, r := range v.nodes {
+		out[id] = r
+	}
+	return out, nil
+}
+
+func (v *usageView) add(node string, r state.Resources, sign int) {
+	u := v.nodes[node]
+	u.CPU += sign * r.CPU
+	u.MemoryMB += sign * r.MemoryMB
+	if u == (state.Resources{}) {
+		delete(v.nodes, node)
+		return
+	}
+	v.nodes[node] = u
+}

@@ -1,0 +1,62 @@
+package evals
+
+import (
+	"testing"
+
+	"github.com/ctlplane/ctlplane/state"
+)
+
+// The view follows placements, stops and client endings incrementally and
+// always equals the sum over the live allocations; a new store starts over.
+func TestUsageViewFollowsAllocations(t *testing.T) {
+	s := state.NewStore()
+	node := &state.Node{ID: "00000000-0000-4000-8000-000000000001", Name: "n", Status: state.NodeStatusReady,
+		Resources: state.Resources{CPU: 1000, MemoryMB: 1000}}
+	if err := s.NodeRegister(2, node, nil); err != nil {
+		t.Fatal(err)
+	}
+	job := &state.Job{ID: "web", Namespace: "default", Type: state.JobTypeService,
+		TaskGroups: []*state.TaskGroup{{Name: "g", Count: 2}}}
+	res, err := s.JobRegister(3, job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := func(id string) *state.Allocation {
+		return &state.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: node.ID,
+			EvalID: "00000000-0000-4000-8000-0000000000ee", Resources: state.Resources{CPU: 100, MemoryMB: 10}}
+	}
+	a1, a2 := "00000000-0000-4000-8000-0000000000a1", "00000000-0000-4000-8000-0000000000a2"
+	if _, err := s.ApplyPlan(4, &state.Plan{Namespace: "default", JobID: "web", JobModifyIndex: res.JobModifyIndex,
+		Placements: []*state.Allocation{alloc(a1), alloc(a2)}}); err != nil {
+		t.Fatal(err)
+	}
+	var v usageView
+	check := func(when string, cpu, mem int) {
+		t.Helper()
+		got, err := v.NodeUsage(s.PointInTime())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (state.Resources{CPU: cpu, MemoryMB: mem}); got[node.ID] != want {
+			t.Errorf("%s: usage %+v, want %+v", when, got[node.ID], want)
+		}
+	}
+	check("two placed", 200, 20)
+	if _, err := s.ApplyPlan(5, &state.Plan{Namespace: "default", JobID: "web", JobModifyIndex: res.JobModifyIndex,
+		Stops: []*state.AllocStop{{AllocID: a1}}}); err != nil {
+		t.Fatal(err)
+	}
+	check("one stopped", 100, 10)
+	if err := s.AllocsClientUpdate(6, node.ID, []*state.AllocClientUpdate{{ID: a2, ClientStatus: state.AllocClientStatusRunning}}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("a report that changes nothing of the usage", 100, 10)
+	if err := s.AllocsClientUpdate(7, node.ID, []*state.AllocClientUpdate{{ID: a2, ClientStatus: state.AllocClientStatusFailed}}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("the other failed", 0, 0)
+	check("a store restored from elsewhere starts over", 0, 0)
+	if got, _ := v.NodeUsage(state.NewStore()); len(got) != 0 {
+		t.Errorf("usage of an empty store: %v", got)
+	}
+}
