@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -121,3 +122,26 @@ func TestVerifySnapshotCountsAsDecode(t *testing.T) {
 		t.Fatalf("counts %v miss the seeded rows", counts)
 	}
 }
+
+// benchCreates applies b.N binding-rule creates in batches of size n.
+func benchCreates(b *testing.B, n int) {
+	f := newFSM()
+	logs := make([]*raft.Log, 0, n)
+	for i := range b.N {
+		req := setReq(uuidN(i), "default", "m", "b", true)
+		data, err := fsm.Encode(fsm.BindingRuleSetType, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs = append(logs, &raft.Log{Index: uint64(i + 2), Term: 1, Type: raft.LogCommand, Data: data})
+		if len(logs) == n || i == b.N-1 {
+			f.ApplyBatch(logs)
+			logs = logs[:0]
+		}
+	}
+}
+
+func uuidN(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i) }
+
+func BenchmarkApplyCreatesOneByOne(b *testing.B) { benchCreates(b, 1) }
+func BenchmarkApplyCreatesBatch64(b *testing.B)  { benchCreates(b, 64) }

@@ -83,6 +83,8 @@ type Handler struct {
 	local map[*mux.Route]bool
 	// blocked counts the blocking queries waiting now.
 	blocked atomic.Int64
+	// gaugeDue: a publication of blocked is scheduled (see blockedChanged).
+	gaugeDue atomic.Bool
 }
 
 // BlockedQueries is how many blocking queries are waiting now (tests use it

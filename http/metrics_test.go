@@ -3,8 +3,10 @@ package http_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctlplane/ctlplane/server/servertest"
 )
@@ -69,4 +71,48 @@ func TestAgentMetricsNeedsOperatorRead(t *testing.T) {
 	if mgmt.Status != http.StatusOK {
 		t.Errorf("management: %d %s", mgmt.Status, mgmt.Body)
 	}
+}
+
+// The blocked-query gauge shows a parked query, and goes back to zero once
+// it has returned.
+func TestAgentMetricsBlockedQueriesGauge(t *testing.T) {
+	ts := servertest.Start(t)
+	list := ts.Do(t, http.MethodGet, "/v1/acl/binding-rules", "")
+	// The Prometheus text, not the JSON: the JSON shows the last finished
+	// 10 s interval once there is one.
+	gauge := func() (float64, bool) {
+		resp := ts.Do(t, http.MethodGet, "/v1/agent/metrics?format=prometheus", "")
+		for _, line := range strings.Split(resp.Body, "\n") {
+			if v, ok := strings.CutPrefix(line, "ctlplane_http_blocking_queries "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				return f, err == nil
+			}
+		}
+		return 0, false
+	}
+	waitGauge := func(want float64) {
+		t.Helper()
+		var last float64
+		for range 200 {
+			v, ok := gauge()
+			if ok && v == want {
+				return
+			}
+			last = v
+			time.Sleep(25 * time.Millisecond)
+		}
+		t.Fatalf("blocking_queries gauge stayed at %v, want %v", last, want)
+	}
+	done := make(chan *servertest.Response, 1)
+	go func() {
+		done <- ts.Do(t, http.MethodGet, "/v1/acl/binding-rules?index="+list.Header.Get("X-Service-Index")+"&wait=30s", "")
+	}()
+	waitGauge(1)
+	if put := ts.Do(t, http.MethodPut, "/v1/acl/binding-rule", `{"AuthMethod":"m","BindType":"service","BindName":"web"}`); put.Status != http.StatusOK {
+		t.Fatalf("create: %d %s", put.Status, put.Body)
+	}
+	if r := <-done; r.Status != http.StatusOK {
+		t.Fatalf("blocked list: %d %s", r.Status, r.Body)
+	}
+	waitGauge(0)
 }

@@ -142,7 +142,29 @@ func setMeta(w http.ResponseWriter, r *http.Request, meta queryMeta) {
 
 // wait blocks on ws, counted as a blocked query while it waits.
 func (h *Handler) wait(ctx context.Context, ws memdb.WatchSet) error {
-	metrics.SetGauge([]string{"http", "blocking_queries"}, float32(h.blocked.Add(1)))
-	defer func() { metrics.SetGauge([]string{"http", "blocking_queries"}, float32(h.blocked.Add(-1))) }()
+	h.blocked.Add(1)
+	h.blockedChanged()
+	defer func() {
+		h.blocked.Add(-1)
+		h.blockedChanged()
+	}()
 	return ws.WatchCtx(ctx)
+}
+
+// gaugeDelay is how long a change of the blocked-query count waits to be
+// published, with every change made meanwhile.
+const gaugeDelay = 50 * time.Millisecond
+
+// blockedChanged publishes the blocked-query gauge shortly, once for all
+// the changes until then: thousands of watchers woken by one write would
+// otherwise each take the metrics sinks' locks twice, in a row.
+func (h *Handler) blockedChanged() {
+	if h.gaugeDue.CompareAndSwap(false, true) {
+		time.AfterFunc(gaugeDelay, func() {
+			// Cleared before the read: a change after the read schedules
+			// its own publication.
+			h.gaugeDue.Store(false)
+			metrics.SetGauge([]string{"http", "blocking_queries"}, float32(h.blocked.Load()))
+		})
+	}
 }

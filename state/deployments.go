@@ -160,6 +160,11 @@ func init() {
 				&memdb.StringFieldIndex{Field: "Namespace"},
 				&memdb.StringFieldIndex{Field: "JobID"},
 			}}},
+			// The deployments still in progress, for the watcher: finished
+			// ones pile up and need no watching.
+			"active": {Name: "active", Indexer: &memdb.ConditionalIndex{Conditional: func(obj any) (bool, error) {
+				return obj.(*Deployment).Active(), nil
+			}}},
 		},
 	}, func() any { return new(Deployment) })
 }
@@ -203,6 +208,12 @@ func (s *Store) Deployments(ws memdb.WatchSet, ns, prefix string) (uint64, []*De
 		})
 	}
 	return maxIndex(txn, deploymentsTable), out, nil
+}
+
+// ActiveDeployments lists the deployments in progress, by ID; ws fires when
+// any of them changes or one starts or ends.
+func (s *Store) ActiveDeployments(ws memdb.WatchSet) (uint64, []*Deployment, error) {
+	return getByIndex[Deployment](s, ws, deploymentsTable, "active", true)
 }
 
 // DeploymentsByJob lists a job's deployments, newest first.

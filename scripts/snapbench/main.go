@@ -372,6 +372,8 @@ func build(ctx context.Context, r *result, dir, seed, archive string) (map[strin
 	base := sa.Meta.Index
 
 	perMethod := map[string]int{}
+	const applyBatch = 256
+	batch := make([]*raft.Log, 0, applyBatch)
 	t := time.Now()
 	for i := 1; i <= r.rules; i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -397,10 +399,15 @@ func build(ctx context.Context, r *result, dir, seed, archive string) (map[strin
 		if err != nil {
 			return nil, err
 		}
-		if res := f.Apply(&raft.Log{Index: base + uint64(i), Term: max(sa.Meta.Term, 1), Type: raft.LogCommand, Data: data}); res != nil {
-			if err, ok := res.(error); ok {
-				return nil, fmt.Errorf("applying rule %d: %w", i, err)
+		// In batches, as Raft hands a server's FSM the entries it commits.
+		batch = append(batch, &raft.Log{Index: base + uint64(i), Term: max(sa.Meta.Term, 1), Type: raft.LogCommand, Data: data})
+		if len(batch) == applyBatch || i == r.rules {
+			for j, res := range f.ApplyBatch(batch) {
+				if err, ok := res.(error); ok {
+					return nil, fmt.Errorf("applying rule %d: %w", i-len(batch)+1+j, err)
+				}
 			}
+			batch = batch[:0]
 		}
 		perMethod[method]++
 	}

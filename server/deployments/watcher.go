@@ -61,17 +61,22 @@ func (w *Watcher) Run(ctx context.Context) {
 		st := w.deps.State()
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
-		_, all, err := st.Deployments(ws, state.AllNamespaces, "")
+		_, all, err := st.ActiveDeployments(ws)
 		if err != nil {
 			log.Error("listing deployments", "error", err)
 		}
 		now := w.deps.Now()
 		var deadline time.Time
+		active := make(map[string]bool, len(all))
 		for _, d := range all {
-			if !d.Active() {
-				delete(pending, d.ID)
-				continue
+			active[d.ID] = true
+		}
+		for id := range pending {
+			if !active[id] {
+				delete(pending, id)
 			}
+		}
+		for _, d := range all {
 			if next := w.check(st, d, now, pending, log); !next.IsZero() && (deadline.IsZero() || next.Before(deadline)) {
 				deadline = next
 			}
