@@ -66,6 +66,9 @@ type Config struct {
 	// HTTPAddr, when set, is the address (host:port) the client serves its
 	// own API on (task logs); port 0 picks one. The node registers it.
 	HTTPAddr string
+	// HTTPAdvertise is the address the servers reach that API at (default:
+	// the listener's, 127.0.0.1 when it listens on every interface).
+	HTTPAdvertise string
 }
 
 // Client is one node agent.

@@ -33,6 +33,9 @@ func (c *Client) serveHTTP() (func(), error) {
 	}
 	c.mu.Lock()
 	c.httpAddr = net.JoinHostPort(host, strconv.Itoa(addr.Port))
+	if c.cfg.HTTPAdvertise != "" {
+		c.httpAddr = c.cfg.HTTPAdvertise
+	}
 	c.mu.Unlock()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/client/fs/logs/{alloc_id}", c.handleLogs)

@@ -45,6 +45,7 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	dc := flags.String("datacenter", "dc1", "datacenter of the node")
 	tokenFile := flags.String("node-token-file", "", "file holding a token with node:write (default: env CTLPLANE_NODE_TOKEN, then CTLPLANE_TOKEN)")
 	httpAddr := flags.String("http-addr", "127.0.0.1:0", "address of the client's own HTTP API (task logs, forwarded by the servers); port 0 picks a free port")
+	advertise := flags.String("http-advertise", "", "address (host:port) the servers reach the client's HTTP API at (default: the -http-addr listener's)")
 	cpu := flags.Int("cpu-total-compute", runtime.NumCPU()*1000, "CPU (MHz) the node offers")
 	mem := flags.Int("memory-mb", detectMemoryMB(), "memory (MB) the node offers")
 	noRawExec := flags.Bool("disable-raw-exec", false, "do not offer the raw_exec driver")
@@ -95,7 +96,7 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
 	c, err := client.New(client.Config{
 		Servers: urls, Token: token, NodeName: *name, Datacenter: *dc, DataDir: *dataDir, RawExec: !*noRawExec,
-		HTTPAddr: *httpAddr, Resources: api.Resources{CPU: *cpu, MemoryMB: *mem}, Logger: logger,
+		HTTPAddr: *httpAddr, HTTPAdvertise: *advertise, Resources: api.Resources{CPU: *cpu, MemoryMB: *mem}, Logger: logger,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)

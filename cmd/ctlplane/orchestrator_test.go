@@ -317,11 +317,18 @@ func TestClientAgentRestartReattaches(t *testing.T) {
 	pids := taskPids(t)
 	srv, ac := devAgent(t, "-dev-nodes=0")
 	dataDir := t.TempDir()
-	ca := startClientAgent(t, "-servers="+srv.url, "-data-dir="+dataDir, "-node=worker")
-	waitNodes(t, ac, 1)
+	port := strconv.Itoa(memberPort(t))
+	ca := startClientAgent(t, "-servers="+srv.url, "-data-dir="+dataDir, "-node=worker",
+		"-http-addr=127.0.0.1:"+port, "-http-advertise=localhost:"+port)
+	if nodes := waitNodes(t, ac, 1); nodes[0].HTTPAddr != "localhost:"+port {
+		t.Errorf("node HTTPAddr %q, want the advertised localhost:%s", nodes[0].HTTPAddr, port)
+	}
 	addr := "-address=" + srv.url
 	mustCode(t, 0, "job", "run", addr, jobSpec{id: "keep", count: 2, script: sleepScript}.write(t, pids))
 	mains := waitPids(t, pids, ".pid", 2)
+	if logs := mustCode(t, 0, "alloc", "logs", addr, allocsOf(t, ac, "keep")[0].ID); !strings.HasPrefix(logs, "ready ") {
+		t.Errorf("logs through the advertised address: %q", logs)
+	}
 
 	if err := ca.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
