@@ -395,8 +395,9 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 
 // JobPurge removes a job and all its versions at idx, and inserts eval
 // (when given). Its evaluations, allocations and deployments stay, as in
-// Nomad: the job-deregister evaluation has the scheduler stop the
-// allocations of the job that is now gone.
+// Nomad, but in the same transaction its live allocations are told to stop
+// and its active deployments are cancelled: a job registered again under
+// the same ID (at version 0 again) must not take them for its own.
 func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
 	txn := s.db.Txn(true)
 	defer txn.Abort()
@@ -425,12 +426,59 @@ func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
 	if err := setIndex(txn, jobVersionsTable, idx); err != nil {
 		return err
 	}
+	var now int64
 	if eval != nil {
+		now = eval.ModifyTime
 		if err := upsertEvalTxn(txn, idx, eval); err != nil {
 			return err
 		}
 	}
+	if err := retirePurgedJobTxn(txn, idx, ns, id, now); err != nil {
+		return err
+	}
 	txn.Commit()
+	return nil
+}
+
+// retirePurgedJobTxn stops a purged job's live allocations and cancels its
+// active deployments.
+func retirePurgedJobTxn(txn *memdb.Txn, idx uint64, ns, id string, now int64) error {
+	allocs, err := listTxn[Allocation](txn, nil, allocsTable, "job", ns, id)
+	if err != nil {
+		return err
+	}
+	stopped := false
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		c := a.Copy()
+		c.DesiredStatus = AllocDesiredStatusStop
+		c.DesiredDescription = "alloc not needed since job was purged"
+		c.ModifyIndex, c.AllocModifyIndex, c.ModifyTime = idx, idx, now
+		if err := txn.Insert(allocsTable, c); err != nil {
+			return fmt.Errorf("failed updating allocation: %w", err)
+		}
+		stopped = true
+	}
+	if stopped {
+		if err := setIndex(txn, allocsTable, idx); err != nil {
+			return err
+		}
+	}
+	deployments, err := listTxn[Deployment](txn, nil, deploymentsTable, "job", ns, id)
+	if err != nil {
+		return err
+	}
+	for _, d := range deployments {
+		if !d.Active() {
+			continue
+		}
+		u := &DeploymentStatusUpdate{DeploymentID: d.ID, Status: DeploymentStatusCancelled, StatusDescription: DeploymentStatusDescriptionStoppedJob}
+		if _, err := updateDeploymentStatusTxn(txn, idx, d, u, nil, nil, DeploymentCause{Kind: "operation", Operation: "purge"}, now); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

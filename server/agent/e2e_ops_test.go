@@ -314,3 +314,29 @@ func TestE2ENodeLossMidDeployment(t *testing.T) {
 		}
 	}
 }
+
+// A job purged and registered again under the same ID starts over at
+// version 0 with a deployment of its own, not the old one's allocations.
+func TestE2EPurgeThenRegisterAgain(t *testing.T) {
+	ts := devAgent(t)
+	register(t, ts, jobSpec{count: 2, update: update(nil)})
+	first := waitDeployment(t, ts, 0, "successful", status(state.DeploymentStatusSuccessful))
+	if resp := ts.Do(t, http.MethodDelete, "/v1/job/web?purge=true", ""); resp.Status != http.StatusOK {
+		t.Fatalf("purge: %d %s", resp.Status, resp.Body)
+	}
+	register(t, ts, jobSpec{count: 2, update: update(nil)})
+	again := waitDeployment(t, ts, 0, "a new successful deployment", func(d *state.Deployment) bool {
+		return d.ID != first.ID && d.Status == state.DeploymentStatusSuccessful
+	})
+	if g := again.TaskGroups["web"]; g.PlacedAllocs != 2 || g.HealthyAllocs != 2 {
+		t.Errorf("deployment after the purge %+v", g)
+	}
+	waitLive(t, ts, map[uint64]int{0: 2})
+	// (Allocation stubs, as Nomad's, carry no DeploymentID: the live ones
+	// must be the new deployment's placements.)
+	for _, a := range allocs(t, ts) {
+		if !a.TerminalStatus() && a.CreateIndex < again.CreateIndex {
+			t.Errorf("live allocation %s (created at %d) is older than the new deployment (%d)", a.Name, a.CreateIndex, again.CreateIndex)
+		}
+	}
+}

@@ -96,6 +96,16 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource) (*res
 		r.stopJob(allocs, deployments)
 		return r.res, nil
 	}
+	// Allocations made before this job was created belong to an earlier
+	// job under the same ID (purged, then registered again), as Nomad's
+	// AllocsByJob leaves out other CreateIndexes.
+	own := allocs[:0:0]
+	for _, a := range allocs {
+		if a.CreateIndex > job.CreateIndex {
+			own = append(own, a)
+		}
+	}
+	allocs = own
 	_, nodes, err := snap.Nodes(nil)
 	if err != nil {
 		return nil, err
