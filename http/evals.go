@@ -162,6 +162,7 @@ type evalView struct {
 	PreviousEval      string
 	BlockedEval       string
 	QueuedAllocations map[string]int
+	SnapshotIndex     uint64
 	CreateIndex       uint64
 	ModifyIndex       uint64
 	CreateTime        int64
@@ -173,7 +174,7 @@ func viewEval(e *state.Evaluation) *evalView {
 		ID: e.ID, Namespace: e.Namespace, Priority: e.Priority, Type: e.Type, TriggeredBy: e.TriggeredBy,
 		JobID: e.JobID, JobModifyIndex: e.JobModifyIndex, NodeID: e.NodeID, DeploymentID: e.DeploymentID,
 		Status: e.Status, StatusDescription: e.StatusDescription, NextEval: e.NextEval,
-		PreviousEval: e.PreviousEval, BlockedEval: e.BlockedEval, QueuedAllocations: e.QueuedAllocations,
+		PreviousEval: e.PreviousEval, BlockedEval: e.BlockedEval, QueuedAllocations: e.QueuedAllocations, SnapshotIndex: e.SnapshotIndex,
 		CreateIndex: e.CreateIndex, ModifyIndex: e.ModifyIndex, CreateTime: e.CreateTime, ModifyTime: e.ModifyTime,
 	}
 	if e.WaitUntil != 0 {

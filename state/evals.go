@@ -53,6 +53,11 @@ type Evaluation struct {
 	BlockedEval  string
 	// QueuedAllocations per group that could not be placed.
 	QueuedAllocations map[string]int
+	// SnapshotIndex, on a blocked evaluation, is the nodes table's index in
+	// the state the scheduler saw: when the nodes have changed since, the
+	// broker runs it again at once (the change may have come too early to
+	// wake it).
+	SnapshotIndex uint64
 	CreateIndex       uint64
 	ModifyIndex       uint64
 	CreateTime        int64

@@ -124,6 +124,16 @@ func (b *Broker) Run(ctx context.Context) {
 				b.unblock(st)
 			}
 			nodesIndex = idx
+		} else {
+			// A blocked evaluation computed before the latest node change
+			// (which came too early to wake it) runs again at once.
+			var stale []*state.Evaluation
+			for _, ev := range queue.blocked {
+				if ev.SnapshotIndex < idx {
+					stale = append(stale, ev)
+				}
+			}
+			b.setPending(stale)
 		}
 
 		now := b.deps.NowNanos()
@@ -212,6 +222,14 @@ func (b *Broker) retryOrFail(ev *state.Evaluation, cause error, handled map[stri
 func (b *Broker) unblock(st *state.Store) {
 	_, blocked, err := st.EvalsByStatus(memdb.NewWatchSet(), state.EvalStatusBlocked)
 	if err != nil || len(blocked) == 0 {
+		return
+	}
+	b.setPending(blocked)
+}
+
+// setPending writes blocked evaluations back as pending.
+func (b *Broker) setPending(blocked []*state.Evaluation) {
+	if len(blocked) == 0 {
 		return
 	}
 	now := b.deps.NowNanos()

@@ -18,6 +18,8 @@ type pendingQueue struct {
 	// pending are the pending evaluations by ID, as last read.
 	pending map[string]*state.Evaluation
 	ready   evalHeap
+	// blocked are the blocked evaluations written since the last refresh.
+	blocked []*state.Evaluation
 }
 
 func newPendingQueue() *pendingQueue { return &pendingQueue{pending: map[string]*state.Evaluation{}} }
@@ -34,7 +36,11 @@ func (q *pendingQueue) refresh(st *state.Store, ws memdb.WatchSet) error {
 	if err != nil {
 		return err
 	}
+	q.blocked = q.blocked[:0]
 	for _, ev := range changed {
+		if ev.Status == state.EvalStatusBlocked {
+			q.blocked = append(q.blocked, ev)
+		}
 		if ev.Status == state.EvalStatusPending {
 			q.pending[ev.ID] = ev
 			heap.Push(&q.ready, ev)

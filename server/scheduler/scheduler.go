@@ -86,7 +86,7 @@ func (s *serviceScheduler) Process(eval *state.Evaluation) error {
 		}
 		s.logger.Debug("plan refused", "eval", eval.ID, "job", eval.JobID, "attempt", attempt, "reason", pr.Refused)
 		if attempt == maxPlanAttempts {
-			return s.failAttempts(eval)
+			return s.failAttempts(snap, eval)
 		}
 		if fresh != nil {
 			snap = fresh
@@ -131,7 +131,7 @@ func (s *serviceScheduler) blockedEval(snap *state.Store, eval *state.Evaluation
 			return o.ID, nil
 		}
 	}
-	b := s.followUp(eval, state.EvalTriggerQueuedAllocs, descBlockedPlacements)
+	b := s.followUp(snap, eval, state.EvalTriggerQueuedAllocs, descBlockedPlacements)
 	b.QueuedAllocations = queued
 	if err := s.planner.CreateEval(b); err != nil {
 		return "", fmt.Errorf("evaluation %s: creating blocked evaluation: %w", eval.ID, err)
@@ -141,8 +141,8 @@ func (s *serviceScheduler) blockedEval(snap *state.Store, eval *state.Evaluation
 
 // failAttempts marks the evaluation failed after too many refused plans,
 // with a blocked evaluation to try again when the cluster changes (Nomad's).
-func (s *serviceScheduler) failAttempts(eval *state.Evaluation) error {
-	b := s.followUp(eval, state.EvalTriggerMaxPlans, descBlockedConflicts)
+func (s *serviceScheduler) failAttempts(snap *state.Store, eval *state.Evaluation) error {
+	b := s.followUp(snap, eval, state.EvalTriggerMaxPlans, descBlockedConflicts)
 	if err := s.planner.CreateEval(b); err != nil {
 		return fmt.Errorf("evaluation %s: creating blocked evaluation: %w", eval.ID, err)
 	}
@@ -157,7 +157,7 @@ func (s *serviceScheduler) failAttempts(eval *state.Evaluation) error {
 	return nil
 }
 
-func (s *serviceScheduler) followUp(eval *state.Evaluation, trigger, desc string) *state.Evaluation {
+func (s *serviceScheduler) followUp(snap *state.Store, eval *state.Evaluation, trigger, desc string) *state.Evaluation {
 	now := s.now().UnixNano()
 	typ := eval.Type
 	if typ == "" {
@@ -174,6 +174,7 @@ func (s *serviceScheduler) followUp(eval *state.Evaluation, trigger, desc string
 		Status:            state.EvalStatusBlocked,
 		StatusDescription: desc,
 		PreviousEval:      eval.ID,
+		SnapshotIndex:     snap.NodesIndex(),
 		CreateTime:        now,
 		ModifyTime:        now,
 	}
