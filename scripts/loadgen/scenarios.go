@@ -302,14 +302,28 @@ func (b *bench) wake(ctx context.Context) error {
 }
 
 // fanout: park -watchers blocked reads of one rule, update the rule, and
-// time every watcher's return.
+// time every watcher's return; on every measured server in turn, -rounds
+// times.
 func (b *bench) fanout(ctx context.Context) error {
-	id, r := b.createRule(ctx, "bench-fanout")
+	for round := 1; round <= b.cfg.rounds; round++ {
+		for _, sys := range b.systems {
+			if err := b.fanoutOn(ctx, sys, round); err != nil {
+				return fmt.Errorf("%s: %w", sys.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// fanoutOn runs the fan-out scenario once on sys.
+func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
+	c := sys.c
+	id, r := b.createRuleOn(ctx, c, "bench-fanout")
 	if f := r.Failure(); f != "" {
 		return fmt.Errorf("creating the watched rule: %s", f)
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	cur := b.c.Do(rctx, http.MethodGet, "/v1/acl/binding-rule/"+id, nil, nil)
+	cur := c.Do(rctx, http.MethodGet, "/v1/acl/binding-rule/"+id, nil, nil)
 	cancel()
 	if f := cur.Failure(); f != "" {
 		return fmt.Errorf("reading the watched rule: %s", f)
@@ -337,7 +351,7 @@ func (b *bench) fanout(ctx context.Context) error {
 			defer wg.Done()
 			var once sync.Once
 			release := func() { once.Do(func() { <-sem }) }
-			r := b.c.Do(wctx, http.MethodGet, path, nil, release)
+			r := c.Do(wctx, http.MethodGet, path, nil, release)
 			results[i] = result{time.Now(), r}
 			returned.Add(1)
 			release()
@@ -353,11 +367,11 @@ func (b *bench) fanout(ctx context.Context) error {
 	sent := time.Now()
 	body := fmt.Appendf(nil, `{"BindType":"service","BindName":"svc-fanout","Description":"fanout %d"}`, time.Now().UnixNano())
 	wctx2, cancel2 := context.WithTimeout(ctx, requestTimeout)
-	w := b.c.Do(wctx2, http.MethodPut, "/v1/acl/binding-rule/"+id, body, nil)
+	w := c.Do(wctx2, http.MethodPut, "/v1/acl/binding-rule/"+id, body, nil)
 	cancel2()
 	got := time.Now()
 	wg.Wait()
-	b.c.Transport.CloseIdleConnections()
+	c.Transport.CloseIdleConnections()
 
 	var fromSend, fromResp []time.Duration
 	for _, res := range results {
@@ -382,12 +396,12 @@ func (b *bench) fanout(ctx context.Context) error {
 		b.note("fanout", fmt.Sprintf("%d watchers had returned before the write", early))
 	}
 	woke := fmt.Sprintf("%d/%d", len(fromSend), n)
-	b.add(row{scenario: "fanout", what: "open watchers: every blocked GET written", clients: n, n: fmt.Sprint(n),
+	b.add(row{scenario: "fanout", what: sys.name + ": open watchers: every blocked GET written", clients: n, n: fmt.Sprint(n),
 		rate: float64(n) / opened.Seconds(), lat: benchutil.Single(opened)})
-	b.add(row{scenario: "fanout", what: "update: PUT sent -> response", clients: 1, n: "1", lat: benchutil.Single(got.Sub(sent)), errors: werrs})
-	b.add(row{scenario: "fanout", what: "watchers returned, after update sent (max: all back)", clients: n, n: woke,
+	b.add(row{scenario: "fanout", what: sys.name + ": update: PUT sent -> response", clients: 1, n: "1", lat: benchutil.Single(got.Sub(sent)), errors: werrs})
+	b.add(row{scenario: "fanout", what: sys.name + ": watchers returned, after update sent (max: all back)", clients: n, n: woke,
 		lat: benchutil.Summarize(fromSend), errors: n - len(fromSend)})
-	b.add(row{scenario: "fanout", what: "watchers returned, after update response", clients: n, n: woke,
+	b.add(row{scenario: "fanout", what: sys.name + ": watchers returned, after update response", clients: n, n: woke,
 		lat: benchutil.Summarize(fromResp), errors: n - len(fromSend)})
 	if len(fromSend) < n && ctx.Err() == nil {
 		return errors.New("not every watcher returned with a higher index (see the notes)")

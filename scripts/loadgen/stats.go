@@ -60,7 +60,7 @@ func (b *bench) print(w io.Writer) {
 // printSideBySide prints the creates of every measured server next to
 // etcd's puts measured right after them, level by level, round by round.
 func (b *bench) printSideBySide(w io.Writer) {
-	if b.etcd == nil && len(b.systems) < 2 {
+	if (b.etcd == nil && len(b.systems) < 2) || !b.cfg.scenarios["create"] {
 		return
 	}
 	names := []string{}
