@@ -58,10 +58,10 @@ type Evaluation struct {
 	// broker runs it again at once (the change may have come too early to
 	// wake it).
 	SnapshotIndex uint64
-	CreateIndex       uint64
-	ModifyIndex       uint64
-	CreateTime        int64
-	ModifyTime        int64
+	CreateIndex   uint64
+	ModifyIndex   uint64
+	CreateTime    int64
+	ModifyTime    int64
 }
 
 // Terminal says whether the evaluation is done with.
