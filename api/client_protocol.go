@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -50,6 +51,9 @@ type AllocClientUpdate struct {
 type ClientAlloc struct {
 	Allocation *Allocation
 	TaskGroup  *TaskGroup
+	// Unchanged: the allocation has not changed since the read's "since"
+	// index; only its ID, AllocModifyIndex and DesiredStatus are sent.
+	Unchanged bool `json:",omitempty"`
 }
 
 // AllocUpdateRequest is the body of PUT /v1/client/allocations.
@@ -82,9 +86,22 @@ func (c *Client) Heartbeat(ctx context.Context, nodeID string) (*HeartbeatRespon
 }
 
 // NodeAllocations lists the node's allocations with their task groups; with
-// q.WaitIndex it blocks until they change.
-func (c *Client) NodeAllocations(ctx context.Context, nodeID string, q *QueryOptions) ([]*ClientAlloc, *QueryMeta, error) {
+// q.WaitIndex it blocks until they change. With since > 0, allocations not
+// changed after that index come back as Unchanged stubs (the node already
+// has them): a node with many allocations reads little on each change.
+func (c *Client) NodeAllocations(ctx context.Context, nodeID string, q *QueryOptions, since uint64) ([]*ClientAlloc, *QueryMeta, error) {
 	var out []*ClientAlloc
+	if since > 0 {
+		qc := QueryOptions{}
+		if q != nil {
+			qc = *q
+		}
+		qc.Params = map[string]string{"since": strconv.FormatUint(since, 10)}
+		for k, v := range q.paramsOrNil() {
+			qc.Params[k] = v
+		}
+		q = &qc
+	}
 	meta, err := c.query(ctx, "/v1/client/allocations/"+url.PathEscape(nodeID), q, &out)
 	if err != nil {
 		return nil, nil, err
@@ -99,4 +116,11 @@ func (c *Client) UpdateAllocations(ctx context.Context, nodeID string, updates [
 		return nil, err
 	}
 	return &out, nil
+}
+
+func (q *QueryOptions) paramsOrNil() map[string]string {
+	if q == nil {
+		return nil
+	}
+	return q.Params
 }

@@ -230,10 +230,12 @@ func (c *Client) Run(ctx context.Context) error {
 		return err
 	}
 	close(c.registered)
-	var index uint64
+	// since is the index of the last list this node fully knows: later
+	// reads send what did not change after it as stubs.
+	var index, since uint64
 	for ctx.Err() == nil {
 		srv := c.server()
-		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute})
+		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute}, since)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -243,7 +245,7 @@ func (c *Client) Run(ctx context.Context) error {
 				if err := c.register(ctx); err != nil {
 					return err
 				}
-				index = 0
+				index, since = 0, 0
 				continue
 			}
 			c.failed(srv, err)
@@ -254,7 +256,10 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		c.succeeded()
 		index = meta.LastIndex
-		c.reconcile(allocs)
+		since = index
+		if !c.reconcile(allocs) {
+			since = 0 // a stub of something this node does not have: read it all
+		}
 	}
 	return nil
 }
@@ -406,13 +411,15 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // reconcile starts, updates, stops and drops runners after a read of the
-// node's allocations.
-func (c *Client) reconcile(allocs []*api.ClientAlloc) {
+// node's allocations. It says false when the read had an Unchanged stub of
+// an allocation this node has no runner for (the next read must be whole).
+func (c *Client) reconcile(allocs []*api.ClientAlloc) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return
+		return true
 	}
+	complete := true
 	seen := make(map[string]bool, len(allocs))
 	for _, ca := range allocs {
 		a := ca.Allocation
@@ -420,6 +427,12 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) {
 			continue
 		}
 		seen[a.ID] = true
+		if ca.Unchanged {
+			if c.runners[a.ID] == nil {
+				complete = false
+			}
+			continue
+		}
 		if ar := c.runners[a.ID]; ar != nil {
 			if a.DesiredStatus != ar.alloc.DesiredStatus || a.AllocModifyIndex > ar.alloc.AllocModifyIndex {
 				ar.update(a, ca.TaskGroup)
@@ -455,6 +468,7 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) {
 			}
 		}
 	}
+	return complete
 }
 
 // queueUpdate adds a report to the next batch (a newer report of the same

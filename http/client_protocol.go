@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/state"
@@ -183,6 +184,12 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
+	var since uint64
+	if v := r.URL.Query().Get("since"); v != "" {
+		if since, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return nil, badRequest("Invalid since: %q is not an index", v)
+		}
+	}
 	nodes, err := h.nodeService()
 	if err != nil {
 		return nil, err
@@ -201,6 +208,9 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 	}
 	meta.index = max(meta.index, idx)
 	setMeta(w, r, meta)
+	if since > 0 {
+		return stubUnchanged(out, since), nil
+	}
 	if out == nil {
 		out = []*state.ClientAlloc{}
 	}
@@ -227,4 +237,32 @@ func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (an
 		return nil, err
 	}
 	return &api.AllocUpdateResponse{Index: index}, nil
+}
+
+// clientAllocStub is an allocation the node already has in its latest form.
+type clientAllocStub struct {
+	Allocation *clientAllocStubAlloc
+	TaskGroup  *state.TaskGroup
+	Unchanged  bool
+}
+
+type clientAllocStubAlloc struct {
+	ID               string
+	AllocModifyIndex uint64
+	DesiredStatus    string
+}
+
+// stubUnchanged replaces the allocations not changed after since by stubs:
+// a node re-reads its list on every change, and most of it is what it has.
+func stubUnchanged(all []*state.ClientAlloc, since uint64) []any {
+	out := make([]any, 0, len(all))
+	for _, ca := range all {
+		if ca.Allocation.AllocModifyIndex > since {
+			out = append(out, ca)
+			continue
+		}
+		out = append(out, &clientAllocStub{Unchanged: true, Allocation: &clientAllocStubAlloc{
+			ID: ca.Allocation.ID, AllocModifyIndex: ca.Allocation.AllocModifyIndex, DesiredStatus: ca.Allocation.DesiredStatus}})
+	}
+	return out
 }
