@@ -59,29 +59,16 @@ func (h *Handler) nodeList(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	var out []*state.Node
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	return blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, []*state.Node, error) {
 		idx, nodes, err := s.Nodes(ws)
-		out = out[:0]
+		out := []*state.Node{}
 		for _, n := range nodes {
 			if strings.HasPrefix(n.ID, prefix) {
 				out = append(out, n)
 			}
 		}
-		return idx, err
+		return idx, out, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	setMeta(w, r, meta)
-	if out == nil {
-		out = []*state.Node{}
-	}
-	return out, nil
 }
 
 func (h *Handler) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -92,20 +79,12 @@ func (h *Handler) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	var node *state.Node
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, n, err := s.Node(ws, nodeID)
-		node = n
-		return idx, err
+	node, err := blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, *state.Node, error) {
+		return s.Node(ws, nodeID)
 	})
 	if err != nil {
 		return nil, err
 	}
-	setMeta(w, r, meta)
 	if node == nil {
 		return nil, notFound("node not found")
 	}
@@ -121,26 +100,19 @@ func (h *Handler) nodeAllocs(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	var out []*state.Allocation
 	found := false
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	out, err := blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, []*state.Allocation, error) {
 		_, n, err := s.Node(ws, nodeID)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		found = n != nil
 		idx, allocs, err := s.AllocsByNode(ws, nodeID)
-		out = nodeReadableAllocs(id.authz, allocs)
-		return idx, err
+		return idx, nodeReadableAllocs(id.authz, allocs), err
 	})
 	if err != nil {
 		return nil, err
 	}
-	setMeta(w, r, meta)
 	if !found {
 		return nil, notFound("node not found")
 	}
@@ -174,14 +146,9 @@ func (h *Handler) allocList(w http.ResponseWriter, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	var out []*state.Allocation
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	return blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, []*state.Allocation, error) {
 		idx, allocs, err := s.Allocs(ws, ns)
-		out = nodeReadableAllocs(id.authz, allocs)
+		out := nodeReadableAllocs(id.authz, allocs)
 		if prefix != "" {
 			kept := out[:0]
 			for _, a := range out {
@@ -191,13 +158,8 @@ func (h *Handler) allocList(w http.ResponseWriter, r *http.Request) (any, error)
 			}
 			out = kept
 		}
-		return idx, err
+		return idx, out, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	setMeta(w, r, meta)
-	return out, nil
 }
 
 func (h *Handler) allocRead(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -168,3 +168,25 @@ func (h *Handler) blockedChanged() {
 		})
 	}
 }
+
+// blockingRead is the common shape of a read endpoint: parse the query
+// options, run read as a blocking query, write the meta headers, and
+// answer what the last run of read returned.
+func blockingRead[T any](h *Handler, w http.ResponseWriter, r *http.Request, read func(ws memdb.WatchSet, s *state.Store) (uint64, T, error)) (T, error) {
+	var out T
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return out, err
+	}
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+		idx, v, err := read(ws, s)
+		out = v
+		return idx, err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	setMeta(w, r, meta)
+	return out, nil
+}
