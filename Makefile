@@ -25,7 +25,7 @@ bench:
 # 100): prints the anomalies found in consistent mode and in default mode.
 CHAOS_HISTORIES ?= 100
 chaos:
-	CHAOS_HISTORIES=$(CHAOS_HISTORIES) $(GO) test -count=1 -timeout 120m -run 'TestLinearizability' -v ./server/ | grep -E '^(chaos:|--- |ok|FAIL)'
+	CHAOS_HISTORIES=$(CHAOS_HISTORIES) $(GO) test -count=1 -timeout 120m -run 'TestLinearizability' -v ./server/ | grep --line-buffered -E '^(chaos:|--- FAIL|    --- FAIL|ok|FAIL)'
 
 # Every fuzz target for FUZZTIME (default 10s) each, within FUZZ_TOTAL seconds (default 100) in all.
 fuzz:

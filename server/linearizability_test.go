@@ -314,22 +314,26 @@ func TestLinearizabilityUnderPartitions(t *testing.T) {
 	}
 	anomalies, ops := 0, 0
 	for h := 0; h < histories; h++ {
-		seed := uint64(time.Now().UnixNano()) + uint64(h)
-		history := runHistory(t, seed, time.Duration(seconds)*time.Second, "?consistent")
-		ops += len(history)
-		writes := 0
-		for _, op := range history {
-			if op.Input.(ruleOp).Kind != "read" && !op.Output.(ruleResult).Unknown {
-				writes++
+		// One subtest per history, so that its cluster is stopped before
+		// the next one starts.
+		t.Run(fmt.Sprintf("history-%d", h), func(t *testing.T) {
+			seed := uint64(time.Now().UnixNano()) + uint64(h)
+			history := runHistory(t, seed, time.Duration(seconds)*time.Second, "?consistent")
+			ops += len(history)
+			writes := 0
+			for _, op := range history {
+				if op.Input.(ruleOp).Kind != "read" && !op.Output.(ruleResult).Unknown {
+					writes++
+				}
 			}
-		}
-		if writes == 0 {
-			t.Fatalf("history %d (seed %d) has no acknowledged write: the cluster never served", h, seed)
-		}
-		if res := checkHistory(t, fmt.Sprintf("consistent-%d", seed), history); res != porcupine.Ok {
-			anomalies++
-			t.Errorf("history %d (seed %d, %d ops): consistent reads and writes are %v", h, seed, len(history), res)
-		}
+			if writes == 0 {
+				t.Fatalf("history %d (seed %d) has no acknowledged write: the cluster never served", h, seed)
+			}
+			if res := checkHistory(t, fmt.Sprintf("consistent-%d", seed), history); res != porcupine.Ok {
+				anomalies++
+				t.Errorf("history %d (seed %d, %d ops): consistent reads and writes are %v", h, seed, len(history), res)
+			}
+		})
 	}
 	t.Logf("linearizability: %d histories, %d operations, %d anomalies (consistent mode)", histories, ops, anomalies)
 	if histories > 1 {
@@ -347,22 +351,24 @@ func TestLinearizabilityDefaultReads(t *testing.T) {
 	}
 	stale := 0
 	for h := 0; h < n; h++ {
-		history := runHistory(t, uint64(time.Now().UnixNano()), 3*time.Second, "")
-		var writes []porcupine.Operation
-		for _, op := range history {
-			if op.Input.(ruleOp).Kind != "read" {
-				writes = append(writes, op)
+		t.Run(fmt.Sprintf("history-%d", h), func(t *testing.T) {
+			history := runHistory(t, uint64(time.Now().UnixNano()), 3*time.Second, "")
+			var writes []porcupine.Operation
+			for _, op := range history {
+				if op.Input.(ruleOp).Kind != "read" {
+					writes = append(writes, op)
+				}
 			}
-		}
-		if len(writes) == 0 {
-			t.Fatalf("history %d has no write", h)
-		}
-		if res := checkHistory(t, fmt.Sprintf("default-writes-%d", h), writes); res != porcupine.Ok {
-			t.Errorf("history %d: the writes alone are %v", h, res)
-		}
-		if checkHistory(t, fmt.Sprintf("default-%d", h), history) == porcupine.Illegal {
-			stale++
-		}
+			if len(writes) == 0 {
+				t.Fatalf("history %d has no write", h)
+			}
+			if res := checkHistory(t, fmt.Sprintf("default-writes-%d", h), writes); res != porcupine.Ok {
+				t.Errorf("history %d: the writes alone are %v", h, res)
+			}
+			if checkHistory(t, fmt.Sprintf("default-%d", h), history) == porcupine.Illegal {
+				stale++
+			}
+		})
 	}
 	t.Logf("default-mode reads: %d of %d histories not linearizable", stale, n)
 	if n > 1 {
