@@ -174,34 +174,23 @@ func fillUpdate(u *UpdateSpec) *UpdateSpec {
 // mergeUpdate is base with every field o sets taken from o.
 func mergeUpdate(base, o *UpdateSpec) *UpdateSpec {
 	c := *base
-	if o.Stagger != nil {
-		c.Stagger = o.Stagger
-	}
-	if o.MaxParallel != nil {
-		c.MaxParallel = o.MaxParallel
-	}
-	if o.HealthCheck != nil {
-		c.HealthCheck = o.HealthCheck
-	}
-	if o.MinHealthyTime != nil {
-		c.MinHealthyTime = o.MinHealthyTime
-	}
-	if o.HealthyDeadline != nil {
-		c.HealthyDeadline = o.HealthyDeadline
-	}
-	if o.ProgressDeadline != nil {
-		c.ProgressDeadline = o.ProgressDeadline
-	}
-	if o.Canary != nil {
-		c.Canary = o.Canary
-	}
-	if o.AutoRevert != nil {
-		c.AutoRevert = o.AutoRevert
-	}
-	if o.AutoPromote != nil {
-		c.AutoPromote = o.AutoPromote
-	}
+	override(&c.Stagger, o.Stagger)
+	override(&c.MaxParallel, o.MaxParallel)
+	override(&c.HealthCheck, o.HealthCheck)
+	override(&c.MinHealthyTime, o.MinHealthyTime)
+	override(&c.HealthyDeadline, o.HealthyDeadline)
+	override(&c.ProgressDeadline, o.ProgressDeadline)
+	override(&c.Canary, o.Canary)
+	override(&c.AutoRevert, o.AutoRevert)
+	override(&c.AutoPromote, o.AutoPromote)
 	return &c
+}
+
+// override sets *dst to src when src is set.
+func override[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
 }
 
 // updateEmpty is api.UpdateStrategy.Empty: nothing set to a non-zero value.
