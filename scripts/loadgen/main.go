@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ var allScenarios = []string{"fsync", "create", "read", "wake", "fanout"}
 
 type config struct {
 	addr        string
+	serverPid   int
 	token       string
 	spawn       bool
 	scenarios   map[string]bool
@@ -95,9 +97,22 @@ func run() error {
 	flag.IntVar(&cfg.rounds, "rounds", 1, "create, read: repeat every level this many times (interleaved with the other servers' and etcd's)")
 	flag.IntVar(&cfg.etcd, "etcd", 0, "create: start an etcd of this many members ("+benchutil.EtcdBin+", package etcd-server) and measure its puts right after each ctlplane level (0: none)")
 	etcdAddrs := flag.String("etcd-endpoints", "", "create: compare with the running etcd at these client addresses (host:port, the leader first) instead of starting one")
+	flag.IntVar(&cfg.serverPid, "server-pid", 0, "fanout, read: pid of the -addr server, to report the CPU it and the load generator used during the measurement (known with -spawn)")
 	flag.StringVar(&cfg.name, "name", "ctlplane", "create: name of the measured server in the side-by-side table")
 	flag.Var((*variantList)(&cfg.variants), "variant", "with -spawn, create: also spawn a server with these extra agent flags (and, with @REV, built from that git revision) and measure its creates right after the main one's, as NAME[@REV]=FLAGS (space-separated); repeatable")
+	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file (to see how much of the machine the measuring side takes)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", flag.Args())
 	}
@@ -154,7 +169,7 @@ func run() error {
 			return err
 		}
 		defer a.stop()
-		target, cfg.fsyncDir, cfg.token = a.URL, a.DataDir, a.token
+		target, cfg.fsyncDir, cfg.token, cfg.serverPid = a.URL, a.DataDir, a.token, a.Pid()
 		for _, v := range cfg.variants {
 			vbin := bin
 			if v.rev != "" {
@@ -187,7 +202,7 @@ func run() error {
 
 	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256), ids: map[string][]string{}}
 	b.c.Token = cfg.token
-	b.systems = append([]system{{name: cfg.name, c: b.c}}, others...)
+	b.systems = append([]system{{name: cfg.name, c: b.c, pid: cfg.serverPid}}, others...)
 	if cfg.scenarios["create"] && (cfg.etcd > 0 || len(cfg.etcdAddrs) > 0) {
 		if b.etcd, err = startEtcdRef(ctx, cfg.etcd, cfg.etcdAddrs, slices.Max(cfg.clients)); err != nil {
 			return fmt.Errorf("etcd: %w", err)

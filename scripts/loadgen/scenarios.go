@@ -35,6 +35,7 @@ type bench struct {
 type system struct {
 	name string
 	c    *benchutil.Client
+	pid  int // the server's process, 0: unknown
 }
 
 func (b *bench) add(r row) { b.rows = append(b.rows, r) }
@@ -208,12 +209,14 @@ func (b *bench) read(ctx context.Context) error {
 	for round := 1; round <= b.cfg.rounds; round++ {
 		for _, sys := range b.systems {
 			list := ids[sys.name]
+			cpu := startCPU(sys.pid)
 			lats, errs, elapsed := b.load(ctx, "read", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
 				return sys.c.Do(ctx, http.MethodGet, "/v1/acl/binding-rule/"+list[rand.N(len(list))], nil, nil)
 			})
 			b.add(row{scenario: "read", what: fmt.Sprintf("%s: GET /v1/acl/binding-rule/<id> (%d rules)", sys.name, len(list)), clients: n,
 				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs,
 				round: round, system: sys.name})
+			b.add(cpu.stop(elapsed).row("read", sys.name+": CPU"))
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -364,6 +367,7 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 	time.Sleep(b.cfg.settle)
 	early := returned.Load()
 
+	cpu := startCPU(sys.pid)
 	sent := time.Now()
 	body := fmt.Appendf(nil, `{"BindType":"service","BindName":"svc-fanout","Description":"fanout %d"}`, time.Now().UnixNano())
 	wctx2, cancel2 := context.WithTimeout(ctx, requestTimeout)
@@ -371,6 +375,7 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 	cancel2()
 	got := time.Now()
 	wg.Wait()
+	used := cpu.stop(time.Since(sent))
 	c.Transport.CloseIdleConnections()
 
 	var fromSend, fromResp []time.Duration
@@ -403,6 +408,7 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 		lat: benchutil.Summarize(fromSend), errors: n - len(fromSend)})
 	b.add(row{scenario: "fanout", what: sys.name + ": watchers returned, after update response", clients: n, n: woke,
 		lat: benchutil.Summarize(fromResp), errors: n - len(fromSend)})
+	b.add(used.row("fanout", sys.name+": CPU from update sent to all back"))
 	if len(fromSend) < n && ctx.Err() == nil {
 		return errors.New("not every watcher returned with a higher index (see the notes)")
 	}
