@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"regexp"
 
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
@@ -55,12 +54,31 @@ type bindingRuleListEntry struct {
 	ModifyIndex uint64
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+// isUUID says whether s is a UUID in its 36-character form (any case).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // pathID returns the {id} path variable, which must be a full UUID.
 func pathID(r *http.Request, what string) (string, error) {
 	id := mux.Vars(r)["id"]
-	if !uuidRE.MatchString(id) {
+	if !isUUID(id) {
 		return "", badRequest("Invalid %s ID %q: a 36-character UUID is required", what, id)
 	}
 	return id, nil

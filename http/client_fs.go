@@ -27,7 +27,7 @@ func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 		return nil, errNodeDenied
 	}
 	allocID := mux.Vars(r)["alloc_id"]
-	if !uuidRE.MatchString(allocID) {
+	if !isUUID(allocID) {
 		return nil, badRequest("Invalid allocation ID %q: a 36-character UUID is required", allocID)
 	}
 	allocID = strings.ToLower(allocID)

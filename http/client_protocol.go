@@ -68,7 +68,7 @@ func (h *Handler) nodeService() (NodeService, error) {
 // nodeIDVar is the {node_id} path variable, a full UUID.
 func nodeIDVar(r *http.Request) (string, error) {
 	id := mux.Vars(r)["node_id"]
-	if !uuidRE.MatchString(id) {
+	if !isUUID(id) {
 		return "", badRequest("Invalid node ID %q: a 36-character UUID is required", id)
 	}
 	return id, nil
@@ -225,7 +225,7 @@ func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (an
 	if err := decodeBody(r, "AllocUpdateRequest", &req); err != nil {
 		return nil, err
 	}
-	if !uuidRE.MatchString(req.NodeID) {
+	if !isUUID(req.NodeID) {
 		return nil, badRequest("Invalid NodeID %q: a 36-character UUID is required", req.NodeID)
 	}
 	nodes, err := h.nodeService()

@@ -17,14 +17,30 @@ const servicePrefix = "X-Service-"
 func headerPrefixes(r *http.Request) []string {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/v1/acl/"):
-		return []string{servicePrefix, "X-Consul-"}
+		return consulPrefixes
 	case strings.HasPrefix(r.URL.Path, "/v1/deployment"), strings.HasPrefix(r.URL.Path, "/v1/job"),
-		strings.HasPrefix(r.URL.Path, "/v1/evaluation"):
-		return []string{servicePrefix, "X-Nomad-"}
-	case strings.HasPrefix(r.URL.Path, "/v1/node"), strings.HasPrefix(r.URL.Path, "/v1/allocation"):
-		return []string{servicePrefix, "X-Nomad-"}
+		strings.HasPrefix(r.URL.Path, "/v1/evaluation"),
+		strings.HasPrefix(r.URL.Path, "/v1/node"), strings.HasPrefix(r.URL.Path, "/v1/allocation"):
+		return nomadPrefixes
 	}
-	return []string{servicePrefix}
+	return servicePrefixes
+}
+
+// The prefix lists, shared by every response (callers only read them).
+var (
+	servicePrefixes = []string{servicePrefix}
+	consulPrefixes  = []string{servicePrefix, "X-Consul-"}
+	nomadPrefixes   = []string{servicePrefix, "X-Nomad-"}
+)
+
+// metaHeaderNames are the read-meta header names under each prefix, in
+// canonical form, so that setting them needs no canonicalization.
+var metaHeaderNames = map[string][3]string{}
+
+func init() {
+	for _, p := range []string{servicePrefix, "X-Consul-", "X-Nomad-"} {
+		metaHeaderNames[p] = [3]string{p + "Index", p + "Knownleader", p + "Lastcontact"}
+	}
 }
 
 // compatToken is the token the official clients send: X-Consul-Token

@@ -168,7 +168,7 @@ func (h *Handler) allocRead(w http.ResponseWriter, r *http.Request) (any, error)
 		return nil, err
 	}
 	allocID := mux.Vars(r)["alloc_id"]
-	if !uuidRE.MatchString(allocID) {
+	if !isUUID(allocID) {
 		return nil, badRequest("Invalid allocation ID %q: a 36-character UUID is required", allocID)
 	}
 	opts, err := parseQueryOptions(r)

@@ -92,8 +92,12 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 	}
 	for abandoned, timedOut := false, false; ; {
 		s := h.backend.State()
-		ws := memdb.NewWatchSet()
-		ws.Add(s.AbandonCh())
+		// A read that will not block watches nothing: no watch set to fill.
+		var ws memdb.WatchSet
+		if opts.minIndex > 0 {
+			ws = memdb.NewWatchSet()
+			ws.Add(s.AbandonCh())
+		}
 		idx, err := fn(ws, s)
 		if err != nil {
 			return meta, err
@@ -133,10 +137,12 @@ func setMeta(w http.ResponseWriter, r *http.Request, meta queryMeta) {
 	index := strconv.FormatUint(meta.index, 10)
 	known := strconv.FormatBool(meta.knownLeader)
 	contact := strconv.FormatInt(meta.lastContact.Milliseconds(), 10)
+	h := w.Header()
 	for _, prefix := range headerPrefixes(r) {
-		w.Header().Set(prefix+"Index", index)
-		w.Header().Set(prefix+"KnownLeader", known)
-		w.Header().Set(prefix+"LastContact", contact)
+		names := metaHeaderNames[prefix]
+		h[names[0]] = []string{index}
+		h[names[1]] = []string{known}
+		h[names[2]] = []string{contact}
 	}
 }
 

@@ -46,7 +46,9 @@ func needsLeader(r *http.Request, local func(*http.Request) bool) bool {
 // otherwise. The client sees the leader's status, headers and body.
 func (s *Server) forwarding(next http.Handler, local func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !needsLeader(r, local) || s.waitLeaderReady(r.Context()) {
+		// On the ready leader everything is answered here: no need to
+		// match the route to know whether it could be.
+		if s.leaderReady.Load() || !needsLeader(r, local) || s.waitLeaderReady(r.Context()) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -53,7 +53,7 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	if secret == "" {
 		secret = state.AnonymousTokenSecret
 	}
-	_, tok, err := s.ACLTokenBySecret(memdb.NewWatchSet(), secret)
+	_, tok, err := s.ACLTokenBySecret(nil, secret)
 	if err != nil {
 		return nil, nil, err
 	}
