@@ -2,10 +2,8 @@ package http
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
-	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/server/telemetry"
 	"github.com/gorilla/mux"
 )
@@ -39,11 +37,7 @@ func measureRequest(r *http.Request, start time.Time, status int) {
 			route = tmpl
 		}
 	}
-	metrics.MeasureSinceWithLabels([]string{"http", "request"}, start, []metrics.Label{
-		{Name: "method", Value: r.Method},
-		{Name: "route", Value: route},
-		{Name: "status", Value: strconv.Itoa(status)},
-	})
+	telemetry.ObserveRequest(r.Method, route, status, time.Since(start))
 }
 
 // statusRecorder remembers the status a handler wrote.

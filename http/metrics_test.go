@@ -54,6 +54,9 @@ func TestAgentMetrics(t *testing.T) {
 	if prom.Status != http.StatusOK || !strings.Contains(prom.Body, "ctlplane_fsm_apply") {
 		t.Errorf("prometheus: %d, no ctlplane_fsm_apply in %.300s", prom.Status, prom.Body)
 	}
+	if want := `ctlplane_http_request_seconds_count{method="PUT",route="/v1/acl/binding-rule",status="200"} `; !strings.Contains(prom.Body, want) {
+		t.Errorf("prometheus: no %q", want)
+	}
 	bad := ts.Do(t, http.MethodGet, "/v1/agent/metrics?format=xml", "")
 	if bad.Status != http.StatusBadRequest || bad.Body != `Invalid format "xml": use prometheus, or leave it out for JSON` {
 		t.Errorf("bad format: %d %q", bad.Status, bad.Body)

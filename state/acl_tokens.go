@@ -181,3 +181,28 @@ func (s *Store) ACLTokensDeleteExpired(idx uint64, now time.Time, accessors []st
 	}
 	return n, nil
 }
+
+// ACLTokenBySecretWatch finds the token of secret for a cache of resolved
+// tokens: with it come the channels that close when the token's row, any
+// policy or any role changes, which is everything a token's permissions are
+// built from. A nil token is not found (and nothing to watch).
+func (s *Store) ACLTokenBySecretWatch(secret string) (*ACLToken, []<-chan struct{}, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	ch, raw, err := txn.FirstWatch(aclTokensTable, "secret", secret)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed %s lookup: %w", aclTokensTable, err)
+	}
+	if raw == nil {
+		return nil, nil, nil
+	}
+	watch := []<-chan struct{}{ch}
+	for _, table := range []string{aclPoliciesTable, aclRolesTable} {
+		tch, _, err := txn.FirstWatch(indexTable, "id", table)
+		if err != nil {
+			return nil, nil, fmt.Errorf("failed index lookup of %s: %w", table, err)
+		}
+		watch = append(watch, tch)
+	}
+	return raw.(*ACLToken), watch, nil
+}

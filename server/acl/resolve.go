@@ -35,7 +35,38 @@ type Resolver struct {
 	// snapshot restore replaces the store, and the indexes the entries are
 	// keyed on then describe other objects: the cache starts over.
 	store *state.Store
+
+	// resolved caches whole resolutions by secret, for the next request of
+	// the same token: good while none of its watch channels has closed (the
+	// token's row, the policy and role tables) on the same store.
+	resolvedMu sync.RWMutex
+	resolved   map[string]*resolvedToken
 }
+
+type resolvedToken struct {
+	store *state.Store
+	tok   *state.ACLToken
+	authz *Authorizer
+	watch []<-chan struct{}
+}
+
+// current says whether nothing the resolution was built from has changed.
+func (e *resolvedToken) current(s *state.Store) bool {
+	if e.store != s {
+		return false
+	}
+	for _, ch := range e.watch {
+		select {
+		case <-ch:
+			return false
+		default:
+		}
+	}
+	return true
+}
+
+// maxResolved bounds the resolution cache; it starts over when full.
+const maxResolved = 65536
 
 type cachedAuthorizer struct {
 	tokenIndex, rulesIndex uint64
@@ -53,19 +84,44 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	if secret == "" {
 		secret = state.AnonymousTokenSecret
 	}
-	_, tok, err := s.ACLTokenBySecret(nil, secret)
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	r.resolvedMu.RLock()
+	e := r.resolved[secret]
+	r.resolvedMu.RUnlock()
+	if e != nil && e.current(s) {
+		if e.tok.Expired(now()) {
+			return nil, nil, ErrTokenNotFound
+		}
+		return e.tok, e.authz, nil
+	}
+	tok, watch, err := s.ACLTokenBySecretWatch(secret)
 	if err != nil {
 		return nil, nil, err
 	}
 	// The index lookup found the row; the secret is compared once more in
 	// constant time so that no timing difference tells how much matched.
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.SecretID), []byte(secret)) != 1 || tok.Expired(now()) {
 		return nil, nil, ErrTokenNotFound
 	}
+	tok, authz, err := r.authorize(s, tok)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.resolvedMu.Lock()
+	if r.resolved == nil || len(r.resolved) >= maxResolved {
+		r.resolved = map[string]*resolvedToken{}
+	}
+	r.resolved[secret] = &resolvedToken{store: s, tok: tok, authz: authz, watch: watch}
+	r.resolvedMu.Unlock()
+	return tok, authz, nil
+}
+
+// authorize returns the authorizer of tok, from the per-token cache when
+// neither the token nor any policy or role changed since it was built.
+func (r *Resolver) authorize(s *state.Store, tok *state.ACLToken) (*state.ACLToken, *Authorizer, error) {
 	rulesIndex := s.ACLRulesIndex()
 	r.mu.Lock()
 	if r.store != s {

@@ -116,3 +116,78 @@ func TestResolveExpiry(t *testing.T) {
 		t.Errorf("the live token after reaping: %v", err)
 	}
 }
+
+// TestResolveCacheFollowsChanges: one Resolver resolves the same secret
+// again after every kind of change a token's permissions come from; each
+// change shows on the very next resolution, never a cached answer.
+func TestResolveCacheFollowsChanges(t *testing.T) {
+	const roleID = "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d"
+	const readPolicy = "8b7c6d5e-4f3a-4b2c-8d1e-0f9a8b7c6d5e"
+	s := newFSMStore(t)
+	s.policy(policyID, `acl = "write"`)
+	s.policy(readPolicy, `acl = "read"`)
+	s.token(accessor, secret, nil, policyID)
+	var r acl.Resolver
+	level := func() string {
+		t.Helper()
+		_, authz, err := r.Resolve(s.f.State(), secret)
+		switch {
+		case errors.Is(err, acl.ErrTokenNotFound):
+			return "not found"
+		case err != nil:
+			t.Fatal(err)
+		case authz.ACLWrite():
+			return "write"
+		case authz.ACLRead():
+			return "read"
+		}
+		return "none"
+	}
+	steps := []struct {
+		change func()
+		want   string
+	}{
+		{func() {}, "write"},
+		{func() {}, "write"}, // cached
+		{func() { s.policy(policyID, `acl = "read"`) }, "read"},
+		{func() { s.policy(policyID, `acl = "deny"`) }, "none"},
+		{func() {
+			tok := state.ACLToken{AccessorID: accessor, SecretID: secret, Namespace: "default", CreateTime: time.Now(),
+				Policies: []state.ACLLink{{ID: readPolicy}}}
+			s.apply(fsm.ACLTokenSetType, &fsm.ACLTokenSetRequest{Token: tok})
+		}, "read"},
+		{func() {
+			s.apply(fsm.ACLRoleSetType, &fsm.ACLRoleSetRequest{Role: state.ACLRole{ID: roleID, Name: "writers",
+				Policies: []state.ACLLink{{ID: policyID}}}})
+			s.policy(policyID, `acl = "write"`)
+			tok := state.ACLToken{AccessorID: accessor, SecretID: secret, Namespace: "default", CreateTime: time.Now(),
+				Roles: []state.ACLLink{{ID: roleID}}}
+			s.apply(fsm.ACLTokenSetType, &fsm.ACLTokenSetRequest{Token: tok})
+		}, "write"},
+		{func() {
+			s.apply(fsm.ACLRoleSetType, &fsm.ACLRoleSetRequest{Role: state.ACLRole{ID: roleID, Name: "writers",
+				Policies: []state.ACLLink{{ID: readPolicy}}}})
+		}, "read"},
+		{func() { s.apply(fsm.ACLPolicyDeleteType, &fsm.ACLPolicyDeleteRequest{ID: readPolicy}) }, "none"},
+		{func() { s.apply(fsm.ACLTokenDeleteType, &fsm.ACLTokenDeleteRequest{AccessorID: accessor}) }, "not found"},
+	}
+	for i, step := range steps {
+		step.change()
+		if got := level(); got != step.want {
+			t.Fatalf("step %d: %s, want %s", i, got, step.want)
+		}
+	}
+
+	// A cached token that expires is refused by the clock alone.
+	now := time.Now()
+	r.Now = func() time.Time { return now }
+	exp := now.Add(time.Minute)
+	s.token("3f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b", secret, &exp, policyID)
+	if got := level(); got != "write" {
+		t.Fatalf("before expiry: %s", got)
+	}
+	now = exp.Add(time.Second)
+	if got := level(); got != "not found" {
+		t.Fatalf("after expiry: %s, want not found", got)
+	}
+}
