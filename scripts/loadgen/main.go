@@ -28,25 +28,26 @@ import (
 var allScenarios = []string{"fsync", "create", "read", "wake", "fanout"}
 
 type config struct {
-	addr        string
-	serverPid   int
-	token       string
-	spawn       bool
-	scenarios   map[string]bool
-	clients     []int
-	readClients int
-	duration    time.Duration
-	watchers    int
-	settle      time.Duration
-	wakeReps    int
-	fsyncCount  int
-	fsyncDir    string
-	agentArgs   []string
-	rounds      int
-	etcd        int
-	etcdAddrs   []string
-	name        string    // of the main target in the side-by-side table
-	variants    []variant // -variant
+	addr          string
+	serverPid     int
+	fanoutProfile string
+	token         string
+	spawn         bool
+	scenarios     map[string]bool
+	clients       []int
+	readClients   int
+	duration      time.Duration
+	watchers      int
+	settle        time.Duration
+	wakeReps      int
+	fsyncCount    int
+	fsyncDir      string
+	agentArgs     []string
+	rounds        int
+	etcd          int
+	etcdAddrs     []string
+	name          string    // of the main target in the side-by-side table
+	variants      []variant // -variant
 }
 
 // variant is another spawned server, with extra agent flags, whose creates
@@ -97,6 +98,7 @@ func run() error {
 	flag.IntVar(&cfg.rounds, "rounds", 1, "create, read: repeat every level this many times (interleaved with the other servers' and etcd's)")
 	flag.IntVar(&cfg.etcd, "etcd", 0, "create: start an etcd of this many members ("+benchutil.EtcdBin+", package etcd-server) and measure its puts right after each ctlplane level (0: none)")
 	etcdAddrs := flag.String("etcd-endpoints", "", "create: compare with the running etcd at these client addresses (host:port, the leader first) instead of starting one")
+	flag.StringVar(&cfg.fanoutProfile, "fanout-profile", "", "fanout: also take the server's CPU profile (needs agent -enable-debug) over the second from the update on, into this file (one per round: FILE.N)")
 	flag.IntVar(&cfg.serverPid, "server-pid", 0, "fanout, read: pid of the -addr server, to report the CPU it and the load generator used during the measurement (known with -spawn)")
 	flag.StringVar(&cfg.name, "name", "ctlplane", "create: name of the measured server in the side-by-side table")
 	flag.Var((*variantList)(&cfg.variants), "variant", "with -spawn, create: also spawn a server with these extra agent flags (and, with @REV, built from that git revision) and measure its creates right after the main one's, as NAME[@REV]=FLAGS (space-separated); repeatable")

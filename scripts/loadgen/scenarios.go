@@ -367,6 +367,13 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 	time.Sleep(b.cfg.settle)
 	early := returned.Load()
 
+	profiled := make(chan error, 1)
+	if b.cfg.fanoutProfile != "" {
+		go func() { profiled <- b.serverProfile(ctx, c, fmt.Sprintf("%s.%d", b.cfg.fanoutProfile, round)) }()
+		time.Sleep(50 * time.Millisecond) // the profiler has started
+	} else {
+		profiled <- nil
+	}
 	cpu := startCPU(sys.pid)
 	sent := time.Now()
 	body := fmt.Appendf(nil, `{"BindType":"service","BindName":"svc-fanout","Description":"fanout %d"}`, time.Now().UnixNano())
@@ -376,6 +383,9 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 	got := time.Now()
 	wg.Wait()
 	used := cpu.stop(time.Since(sent))
+	if err := <-profiled; err != nil {
+		b.note("fanout", "server profile: "+err.Error())
+	}
 	c.Transport.CloseIdleConnections()
 
 	var fromSend, fromResp []time.Duration
@@ -413,4 +423,13 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 		return errors.New("not every watcher returned with a higher index (see the notes)")
 	}
 	return ctx.Err()
+}
+
+// serverProfile saves the server's CPU profile of the next second to file.
+func (b *bench) serverProfile(ctx context.Context, c *benchutil.Client, file string) error {
+	r := c.Do(ctx, http.MethodGet, "/debug/pprof/profile?seconds=1", nil, nil)
+	if f := r.Failure(); f != "" {
+		return errors.New(f)
+	}
+	return os.WriteFile(file, r.Body, 0o644)
 }
