@@ -4,6 +4,7 @@ package fsm
 
 import (
 	"fmt"
+	"github.com/ctlplane/ctlplane/server/telemetry"
 	"io"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ func (f *FSM) State() *state.Store {
 	return f.state
 }
 
+// applyTimer: the FSM's apply time per message type.
+var applyTimer = telemetry.NewTimer("ctlplane.fsm.apply", "FSM apply time per message type.", "type")
+
 // ApplyEntry applies one committed log entry at its Raft index. The
 // returned value is what the writer's apply future sees: the stored object,
 // or an error.
@@ -46,7 +50,8 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) any {
 	if !ok {
 		return skip
 	}
-	defer metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, time.Now(), []metrics.Label{{Name: "type", Value: cmd.name}})
+	start := time.Now()
+	defer func() { applyTimer.Observe(time.Since(start), cmd.name) }()
 	resp, err := cmd.apply(f.State(), index, data)
 	if err != nil {
 		// Every server would fail the same way: stop rather than diverge.
@@ -107,7 +112,7 @@ func (f *FSM) ApplyEntries(entries []Entry) []any {
 		if err != nil {
 			panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, e.Index, err))
 		}
-		metrics.MeasureSinceWithLabels([]string{"fsm", "apply"}, start, []metrics.Label{{Name: "type", Value: cmd.name}})
+		applyTimer.Observe(time.Since(start), cmd.name)
 		out[i] = resp
 	}
 	flush()

@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/telemetry"
@@ -37,7 +38,27 @@ func measureRequest(r *http.Request, start time.Time, status int) {
 			route = tmpl
 		}
 	}
-	telemetry.ObserveRequest(r.Method, route, status, time.Since(start))
+	requestTimer.Observe(time.Since(start), r.Method, route, statusLabel(status))
+}
+
+// requestTimer: only routes that matched reach serve, so method and route
+// come from the registered set.
+var requestTimer = telemetry.NewTimer("ctlplane.http.request", "HTTP request duration by method, route template and status.",
+	"method", "route", "status")
+
+// statusLabels are the status codes as strings, made once.
+var statusLabels = func() (out [600]string) {
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}()
+
+func statusLabel(code int) string {
+	if code >= 0 && code < len(statusLabels) {
+		return statusLabels[code]
+	}
+	return strconv.Itoa(code)
 }
 
 // statusRecorder remembers the status a handler wrote.

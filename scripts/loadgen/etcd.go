@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,7 @@ type etcdRef struct {
 	seq      atomic.Int64
 	value    string
 	stop     func()
+	pid      int // the leader's process when started here (0: unknown)
 }
 
 // startEtcdRef starts an etcd of members members in a temporary directory,
@@ -46,6 +48,9 @@ func startEtcdRef(ctx context.Context, members int, endpoints []string, maxClien
 		if ref.endpoint, err = e.Leader(ctx); err != nil {
 			ref.stop()
 			return nil, err
+		}
+		if i := slices.Index(e.Endpoints, ref.endpoint); i >= 0 {
+			ref.pid = e.Pids()[i]
 		}
 	} else {
 		ref.endpoint, ref.members, ref.version = endpoints[0], len(endpoints), "external"

@@ -160,6 +160,7 @@ func (b *bench) create(ctx context.Context) error {
 	for round := 1; round <= b.cfg.rounds; round++ {
 		for _, n := range b.cfg.clients {
 			for _, sys := range b.systems {
+				cpu := startCPU(sys.pid)
 				lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
 					id, r := b.createRuleOn(ctx, sys.c, "bench")
 					if id != "" {
@@ -171,6 +172,7 @@ func (b *bench) create(ctx context.Context) error {
 				})
 				b.add(row{scenario: "create", what: sys.name + ": PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
 					rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round, system: sys.name})
+				b.add(cpu.stop(elapsed).row("create", fmt.Sprintf("%s: CPU at %d clients", sys.name, n)))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -178,7 +180,9 @@ func (b *bench) create(ctx context.Context) error {
 			if b.etcd == nil {
 				continue
 			}
+			cpu := startCPU(b.etcd.pid)
 			lats, errs, elapsed := b.load(ctx, "etcd", n, b.cfg.duration, b.etcd.put)
+			b.add(cpu.stop(elapsed).row("etcd", fmt.Sprintf("etcd (leader): CPU at %d clients", n)))
 			b.add(row{scenario: "etcd", what: fmt.Sprintf("etcd %s put 256 B (%d member)", b.etcd.version, b.etcd.members), clients: n,
 				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round,
 				system: "etcd"})

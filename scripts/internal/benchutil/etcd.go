@@ -146,3 +146,12 @@ func (e *Etcd) Stop() {
 		}
 	}
 }
+
+// Pids are the members' process IDs, in Endpoints' order.
+func (e *Etcd) Pids() []int {
+	var out []int
+	for _, c := range e.cmds {
+		out = append(out, c.Process.Pid)
+	}
+	return out
+}
