@@ -178,7 +178,7 @@ func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	// writing. You MUST replace it, because the channel associated with
 	// this leaf will be closed when this transaction is committed.
 	nc := &Node{
-		leaf:     n.leaf,
+		leaf: n.leaf,
 	}
 	if n.prefix != nil {
 		nc.prefix = make([]byte, len(n.prefix))
@@ -255,8 +255,8 @@ func (t *Txn) insert(n *Node, k, search []byte, v interface{}) (*Node, interface
 
 		nc := t.writeNode(n, true)
 		nc.leaf = &leafNode{
-			key:      k,
-			val:      v,
+			key: k,
+			val: v,
 		}
 		return nc, oldVal, didUpdate
 	}
@@ -270,8 +270,8 @@ func (t *Txn) insert(n *Node, k, search []byte, v interface{}) (*Node, interface
 			label: search[0],
 			node: &Node{
 				leaf: &leafNode{
-					key:      k,
-					val:      v,
+					key: k,
+					val: v,
 				},
 				prefix: search,
 			},
@@ -297,7 +297,7 @@ func (t *Txn) insert(n *Node, k, search []byte, v interface{}) (*Node, interface
 	// Split the node
 	nc := t.writeNode(n, false)
 	splitNode := &Node{
-		prefix:   search[:commonPrefix],
+		prefix: search[:commonPrefix],
 	}
 	nc.replaceEdge(edge{
 		label: search[0],
@@ -314,8 +314,8 @@ func (t *Txn) insert(n *Node, k, search []byte, v interface{}) (*Node, interface
 
 	// Create a new leaf node
 	leaf := &leafNode{
-		key:      k,
-		val:      v,
+		key: k,
+		val: v,
 	}
 
 	// If the new key is a subset, add to to this node
@@ -329,8 +329,8 @@ func (t *Txn) insert(n *Node, k, search []byte, v interface{}) (*Node, interface
 	splitNode.addEdge(edge{
 		label: search[0],
 		node: &Node{
-			leaf:     leaf,
-			prefix:   search,
+			leaf:   leaf,
+			prefix: search,
 		},
 	})
 	return nc, nil, false
