@@ -185,7 +185,7 @@ func run() error {
 			defer va.stop()
 			c := benchutil.NewClient(va.URL, slices.Max(cfg.clients)+16)
 			c.Token = va.token
-			others = append(others, system{name: v.name, c: c})
+			others = append(others, system{name: v.name, c: c, pid: va.Pid()})
 			notes = append(notes, fmt.Sprintf("# variant:    %s: %s %s (%s)", v.name, map[bool]string{true: "revision " + v.rev, false: "this tree"}[v.rev != ""], strings.Join(v.args, " "), va.URL))
 		}
 	}
