@@ -15,6 +15,7 @@ dev:
 # Every test, through the real stack, with the race detector.
 test:
 	$(GO) test -race -count=1 -timeout 18m ./...
+	cd third_party/go-immutable-radix && $(GO) test -race -count=1 .
 
 # Every benchmark (scripts/bench.sh), next to etcd in the same run: load tool,
 # cluster, failover, snapshots, Go benchmarks. BENCH_QUICK=1: a few minutes.

@@ -85,3 +85,5 @@ require (
 	google.golang.org/grpc v1.59.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/hashicorp/go-immutable-radix => ./third_party/go-immutable-radix

@@ -3,6 +3,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"github.com/ctlplane/ctlplane/server/telemetry"
 	"io"
@@ -220,34 +221,107 @@ type RowSink interface {
 	Insert(table string, row any) error
 }
 
-// ReadSnapshot decodes a snapshot stream into restore.
+// ReadSnapshot decodes a snapshot stream into restore. Decoding and
+// inserting are pipelined: a goroutine decodes the rows, in batches, while
+// this one inserts them in stream order, so that a restore uses two cores.
+// The result is that of doing one after the other: the first error in stream
+// order (a row that does not decode, or that restore refuses), and restore
+// sees no row after it.
 func ReadSnapshot(r io.Reader, restore RowSink) error {
+	batches := make(chan []record, 4)
+	stop := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		errc <- decodeRecords(r, batches, stop)
+	}()
+	done := false
+	defer func() {
+		if !done {
+			// Stop the decoder and wait until it no longer reads r.
+			close(stop)
+			for range batches {
+			}
+		}
+	}()
+	for batch := range batches {
+		for _, rec := range batch {
+			if err := restore.Insert(rec.table, rec.row); err != nil {
+				return err
+			}
+		}
+	}
+	done = true
+	return <-errc
+}
+
+// record is one row of a snapshot stream.
+type record struct {
+	table string
+	row   any
+}
+
+// recordBatch is how many rows the decoder hands over at once.
+const recordBatch = 256
+
+// errStopped: the reader of the records stopped taking them.
+var errStopped = errors.New("snapshot decoding stopped")
+
+// decodeRecords decodes a snapshot stream and sends its rows to out in
+// batches, in order, until the end record (nil) or the first error. The rows
+// decoded before an error are sent first. It returns errStopped once stop is
+// closed.
+func decodeRecords(r io.Reader, out chan<- []record, stop <-chan struct{}) error {
 	dec := codec.NewDecoder(r, msgpackHandle)
 	var rows uint64
+	batch := make([]record, 0, recordBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		select {
+		case out <- batch:
+			batch = make([]record, 0, recordBatch)
+			return nil
+		case <-stop:
+			return errStopped
+		}
+	}
+	fail := func(err error) error {
+		if ferr := flush(); ferr != nil {
+			return ferr
+		}
+		return err
+	}
 	for {
+		select {
+		case <-stop:
+			return errStopped
+		default:
+		}
 		// Pointers, so that a msgpack nil (which decodes as "" or 0) is not
 		// taken for the end record's "" or its count.
 		var name *string
 		if err := dec.Decode(&name); err != nil {
 			if err == io.EOF {
-				return fmt.Errorf("snapshot is truncated: it ends after %d rows without its end record", rows)
+				return fail(fmt.Errorf("snapshot is truncated: it ends after %d rows without its end record", rows))
 			}
-			return fmt.Errorf("failed reading snapshot record: %w", err)
+			return fail(fmt.Errorf("failed reading snapshot record: %w", err))
 		}
 		if name == nil {
-			return fmt.Errorf("snapshot record after %d rows has no table name", rows)
+			return fail(fmt.Errorf("snapshot record after %d rows has no table name", rows))
 		}
 		table := *name
 		if table == "" {
 			var want *uint64
 			if err := dec.Decode(&want); err != nil {
-				return fmt.Errorf("failed reading snapshot end record: %w", err)
+				return fail(fmt.Errorf("failed reading snapshot end record: %w", err))
 			}
 			if want == nil {
-				return fmt.Errorf("snapshot end record has no row count")
+				return fail(fmt.Errorf("snapshot end record has no row count"))
 			}
 			if *want != rows {
-				return fmt.Errorf("snapshot has %d rows, its end record says %d", rows, *want)
+				return fail(fmt.Errorf("snapshot has %d rows, its end record says %d", rows, *want))
 			}
 			// The decoder reads nothing past the value it decodes, so any
 			// byte left in r follows the end record. (Decoding one more
@@ -255,24 +329,27 @@ func ReadSnapshot(r io.Reader, restore RowSink) error {
 			var extra [1]byte
 			switch _, err := io.ReadFull(r, extra[:]); err {
 			case io.EOF:
-				return nil
+				return flush()
 			case nil:
-				return fmt.Errorf("snapshot has data after its end record")
+				return fail(fmt.Errorf("snapshot has data after its end record"))
 			default:
-				return fmt.Errorf("failed reading snapshot after its end record: %w", err)
+				return fail(fmt.Errorf("failed reading snapshot after its end record: %w", err))
 			}
 		}
 		row := state.NewRow(table)
 		if row == nil {
-			return fmt.Errorf("unknown snapshot table %q", table)
+			return fail(fmt.Errorf("unknown snapshot table %q", table))
 		}
 		if err := dec.Decode(row); err != nil {
-			return fmt.Errorf("failed reading a row of %s: %w", table, err)
+			return fail(fmt.Errorf("failed reading a row of %s: %w", table, err))
 		}
-		if err := restore.Insert(table, row); err != nil {
-			return err
-		}
+		batch = append(batch, record{table, row})
 		rows++
+		if len(batch) == recordBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 	}
 }
 

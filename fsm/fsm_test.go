@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1067,5 +1068,99 @@ func TestDecodeSnapshot(t *testing.T) {
 	s, err = fsm.DecodeSnapshot(bytes.NewReader(endRecord(t, 0)))
 	if err != nil || s == nil || len(allRules(t, s)) != 0 || s.TableIndex(rulesTable) != 1 {
 		t.Fatalf("end record only: store %v err %v, want an empty store", s, err)
+	}
+}
+
+// countingSink takes rows and refuses the one at failAt (counted from 1).
+type countingSink struct {
+	n      int
+	failAt int
+}
+
+func (s *countingSink) Insert(table string, row any) error {
+	s.n++
+	if s.n == s.failAt {
+		return fmt.Errorf("refused row %d", s.n)
+	}
+	return nil
+}
+
+// guardedReader fails the test when read after closed is set.
+type guardedReader struct {
+	t      *testing.T
+	r      io.Reader
+	closed atomic.Bool
+	reads  atomic.Int64
+}
+
+func (g *guardedReader) Read(p []byte) (int, error) {
+	if g.closed.Load() {
+		g.t.Error("the stream was read after ReadSnapshot returned")
+	}
+	g.reads.Add(1)
+	return g.r.Read(p[:min(len(p), 64)]) // small reads: many on the way
+}
+
+// manyRules is a snapshot stream of n rules (several decoder batches).
+func manyRules(t *testing.T, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	for i := 0; i < n; i++ {
+		buf.Write(encodeRecord(t, rulesTable, &state.BindingRule{
+			ID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), AuthMethod: "m",
+			Namespace: state.DefaultNamespace, BindType: state.BindTypeService, BindName: "b", CreateIndex: 1, ModifyIndex: 1,
+		}))
+	}
+	buf.Write(endRecord(t, uint64(n)))
+	return buf.Bytes()
+}
+
+func TestReadSnapshotPipelineOrderAndErrors(t *testing.T) {
+	const n = 1000
+	data := manyRules(t, n)
+
+	// Every row reaches the sink, in order.
+	r := state.NewRestore()
+	if err := fsm.ReadSnapshot(bytes.NewReader(data), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Commit().Counts()[rulesTable]; got != n {
+		t.Fatalf("%d rules restored, want %d", got, n)
+	}
+
+	// A refused row stops the read: no row after it reaches the sink, and
+	// the stream is no longer read once ReadSnapshot has returned.
+	for _, failAt := range []int{1, 255, 256, 257, 700, n} {
+		g := &guardedReader{t: t, r: bytes.NewReader(data)}
+		sink := &countingSink{failAt: failAt}
+		err := fsm.ReadSnapshot(g, sink)
+		g.closed.Store(true)
+		if want := fmt.Sprintf("refused row %d", failAt); err == nil || err.Error() != want {
+			t.Fatalf("failAt %d: err %v, want %q", failAt, err, want)
+		}
+		if sink.n != failAt {
+			t.Fatalf("failAt %d: the sink took %d rows", failAt, sink.n)
+		}
+	}
+
+	// A row that does not decode is reported after the rows before it were
+	// inserted; a refused row before it is reported instead.
+	cut := bytes.Clone(data[:len(data)-len(endRecord(t, n))])
+	cut = append(cut, encodeValue(t, rulesTable)...)
+	cut = append(cut, 0xc1) // never used in msgpack
+	sink := &countingSink{}
+	err := fsm.ReadSnapshot(bytes.NewReader(cut), sink)
+	if err == nil || !strings.HasPrefix(err.Error(), "failed reading a row of "+rulesTable) || sink.n != n {
+		t.Fatalf("bad last row: err %v after %d rows, want a decode error after %d", err, sink.n, n)
+	}
+	sink = &countingSink{failAt: 600}
+	if err := fsm.ReadSnapshot(bytes.NewReader(cut), sink); err == nil || err.Error() != "refused row 600" {
+		t.Fatalf("refused row before a bad one: err %v", err)
+	}
+	// A truncated stream: every row before the cut, then the error.
+	sink = &countingSink{}
+	err = fsm.ReadSnapshot(bytes.NewReader(data[:len(data)-len(endRecord(t, n))]), sink)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("ends after %d rows", n)) || sink.n != n {
+		t.Fatalf("truncated: err %v after %d rows", err, sink.n)
 	}
 }

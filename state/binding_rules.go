@@ -40,6 +40,16 @@ type BindingRule struct {
 	ModifyIndex uint64
 }
 
+// shareStrings shares the fields that rules repeat (all but ID and
+// Description, which are per rule).
+func (r *BindingRule) shareStrings(share func(string) string) {
+	r.AuthMethod = share(r.AuthMethod)
+	r.Selector = share(r.Selector)
+	r.BindType = share(r.BindType)
+	r.BindName = share(r.BindName)
+	r.Namespace = share(r.Namespace)
+}
+
 func init() {
 	registerTable(&memdb.TableSchema{
 		Name: bindingRulesTable,
@@ -150,6 +160,11 @@ func (b *Batch) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 		return nil, errorf(ErrInvalid, "Invalid Binding Rule: no AuthMethod is set")
 	}
 	stored.ModifyIndex = idx
+	// One copy of the names every rule of a method repeats. (Selectors and
+	// bind names may be all different: they are shared by a restore only.)
+	stored.AuthMethod = shared(stored.AuthMethod)
+	stored.Namespace = shared(stored.Namespace)
+	stored.BindType = shared(stored.BindType)
 
 	// memdb computes every index value before it changes anything, so a
 	// failed insert leaves the batch as it was.
@@ -201,6 +216,7 @@ func (s *Snapshot) BindingRules() ([]*BindingRule, error) {
 
 // BindingRule restores one rule as it was.
 func (r *Restore) BindingRule(rule *BindingRule) error {
+	rule.shareStrings(r.strings.share)
 	if err := r.txn.Insert(bindingRulesTable, rule); err != nil {
 		return fmt.Errorf("failed restoring binding rule %s: %w", rule.ID, err)
 	}

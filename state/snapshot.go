@@ -34,14 +34,15 @@ func (s *Snapshot) Indexes() ([]*IndexEntry, error) {
 // Restore fills a new, empty store inside one write transaction; nothing is
 // visible until Commit.
 type Restore struct {
-	store *Store
-	txn   *memdb.Txn
+	store   *Store
+	txn     *memdb.Txn
+	strings restoreStrings
 }
 
 // NewRestore starts filling a fresh store.
 func NewRestore() *Restore {
 	s := NewStore()
-	return &Restore{store: s, txn: s.db.Txn(true)}
+	return &Restore{store: s, txn: s.db.Txn(true), strings: restoreStrings{}}
 }
 
 // Index restores one row of the index table.
@@ -54,6 +55,7 @@ func (r *Restore) Index(e *IndexEntry) error {
 
 // Commit finishes the restore and returns the filled store.
 func (r *Restore) Commit() *Store {
+	r.strings = nil
 	r.txn.Commit()
 	return r.store
 }
@@ -98,8 +100,12 @@ func NewRow(table string) any {
 	return nil
 }
 
-// Insert restores one row of a table as it was.
+// Insert restores one row of a table as it was (its repeated strings shared
+// with the rows restored before it).
 func (r *Restore) Insert(table string, row any) error {
+	if ss, ok := row.(stringSharer); ok {
+		ss.shareStrings(r.strings.share)
+	}
 	if err := r.txn.Insert(table, row); err != nil {
 		return fmt.Errorf("failed restoring a row of %s: %w", table, err)
 	}

@@ -1,9 +1,11 @@
 package state
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/hashicorp/go-memdb"
 )
@@ -197,5 +199,89 @@ func TestRestoreAbort(t *testing.T) {
 	}
 	if _, rule, _ := s.BindingRule(nil, idA, AllNamespaces); rule != nil {
 		t.Fatalf("aborted restore: rule %+v visible", rule)
+	}
+}
+
+// sameBytes reports whether two strings share their bytes (one copy).
+func sameBytes(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
+}
+
+func TestRestoreSharesRepeatedStrings(t *testing.T) {
+	// Each rule with its own copy of every string, as decoding makes them.
+	mk := func(id, desc string) *BindingRule {
+		return &BindingRule{
+			ID: id, Description: desc,
+			AuthMethod: strings.Clone("minikube"), Selector: strings.Clone(`value.team == "a"`),
+			BindType: strings.Clone(BindTypeService), BindName: strings.Clone("svc-${value.name}"),
+			Namespace: strings.Clone(DefaultNamespace), CreateIndex: 3, ModifyIndex: 4,
+		}
+	}
+	a, b := mk(idA, "rule a"), mk(idB, "rule b")
+	r := NewRestore()
+	if err := r.Insert(bindingRulesTable, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.BindingRule(b); err != nil {
+		t.Fatal(err)
+	}
+	s := r.Commit()
+	_, ra, _ := s.BindingRule(nil, idA, DefaultNamespace)
+	_, rb, _ := s.BindingRule(nil, idB, DefaultNamespace)
+	if ra == nil || rb == nil {
+		t.Fatalf("restored rules %+v %+v", ra, rb)
+	}
+	for _, f := range []struct{ name, a, b string }{
+		{"AuthMethod", ra.AuthMethod, rb.AuthMethod}, {"Selector", ra.Selector, rb.Selector},
+		{"BindType", ra.BindType, rb.BindType}, {"BindName", ra.BindName, rb.BindName},
+		{"Namespace", ra.Namespace, rb.Namespace},
+	} {
+		if f.a != f.b || !sameBytes(f.a, f.b) {
+			t.Errorf("%s: %q and %q are two copies", f.name, f.a, f.b)
+		}
+	}
+	// Per-rule fields keep their values.
+	if ra.Description != "rule a" || rb.Description != "rule b" || ra.ID != idA || rb.ID != idB {
+		t.Fatalf("restored %+v %+v", ra, rb)
+	}
+	_, byMethod, _ := s.BindingRules(nil, DefaultNamespace, "minikube")
+	if got := ruleIDs(byMethod); !reflect.DeepEqual(got, []string{idA, idB}) {
+		t.Fatalf("authmethod index lists %v", got)
+	}
+}
+
+func TestRestoreStringSharingIsBounded(t *testing.T) {
+	m := restoreStrings{}
+	for i := 0; i < maxRestoreStrings+10; i++ {
+		m.share(strings.Repeat("x", 1) + fmt.Sprint(i))
+	}
+	if len(m) != maxRestoreStrings {
+		t.Fatalf("%d strings remembered, want at most %d", len(m), maxRestoreStrings)
+	}
+	// A known string is still shared past the bound; a new one is kept as is.
+	known := m.share("x1")
+	if got := m.share(strings.Clone("x1")); !sameBytes(got, known) {
+		t.Fatal("a known string is not shared once the bound is reached")
+	}
+	if got := m.share("new"); got != "new" {
+		t.Fatalf("share(new) = %q", got)
+	}
+}
+
+func TestBindingRuleSetSharesNames(t *testing.T) {
+	s := NewStore()
+	r1 := newRule(idA, strings.Clone(DefaultNamespace), strings.Clone("jwt"), "a")
+	r2 := newRule(idB, strings.Clone(DefaultNamespace), strings.Clone("jwt"), "b")
+	r1.BindType, r2.BindType = strings.Clone(BindTypeService), strings.Clone(BindTypeService)
+	a, err := s.BindingRuleSet(5, r1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.BindingRuleSet(6, r2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBytes(a.AuthMethod, b.AuthMethod) || !sameBytes(a.Namespace, b.Namespace) || !sameBytes(a.BindType, b.BindType) {
+		t.Fatalf("stored rules keep their own copies of AuthMethod, Namespace, BindType: %+v %+v", a, b)
 	}
 }
