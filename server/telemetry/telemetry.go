@@ -63,4 +63,3 @@ func PrometheusHandler() http.Handler {
 	Init()
 	return promhttp.HandlerFor(prometheus.Gatherers{registry, timerRegistry}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
-
