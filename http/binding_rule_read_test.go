@@ -2,8 +2,10 @@ package http_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRead walks GET /v1/acl/binding-rule/:id: the rule with every field,
@@ -157,5 +159,22 @@ func TestDelete(t *testing.T) {
 			expectUnchanged(t, ts, before)
 			expectRead(t, ts, r)
 		})
+	}
+}
+
+// TestReadDateHeader: responses carry a Date of the current second (the
+// handler sets it from a per-second cache instead of net/http).
+func TestReadDateHeader(t *testing.T) {
+	ts := start(t)
+	r := create(t, ts, minimalBody)
+	before := time.Now().Truncate(time.Second)
+	resp := ts.Do(t, "GET", ruleURL(r.ID), "")
+	after := time.Now()
+	date, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil || date.Before(before) || date.After(after) {
+		t.Fatalf("Date %q (%v): want a time between %v and %v", resp.Header.Get("Date"), err, before, after)
+	}
+	if n := len(resp.Header.Values("Date")); n != 1 {
+		t.Errorf("%d Date headers, want 1", n)
 	}
 }

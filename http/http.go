@@ -177,6 +177,7 @@ func (h *Handler) handleWithLimit(path string, bodyLimit int64, m methods) *mux.
 // serve runs fn and writes its result or its error.
 func (h *Handler) serve(rw http.ResponseWriter, r *http.Request, bodyLimit int64, fn apiFunc) {
 	start := time.Now()
+	rw.Header()["Date"] = []string{httpDate(start)}
 	w := &statusRecorder{ResponseWriter: rw}
 	defer func() { measureRequest(r, start, w.status) }()
 	defer func() {
@@ -318,3 +319,22 @@ func decodeStrict(r *http.Request, prefix string, out any) error {
 	}
 	return nil
 }
+
+// httpDate is the Date header of a response at now, formatted once a
+// second rather than by net/http for every response.
+func httpDate(now time.Time) string {
+	sec := now.Unix()
+	if d := dateCache.Load(); d != nil && d.sec == sec {
+		return d.text
+	}
+	text := now.UTC().Format(http.TimeFormat)
+	dateCache.Store(&cachedDate{sec: sec, text: text})
+	return text
+}
+
+type cachedDate struct {
+	sec  int64
+	text string
+}
+
+var dateCache atomic.Pointer[cachedDate]

@@ -90,11 +90,15 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
 	}
+	// Only a read that may have to wait fills a watch set: not one that
+	// will not block, nor the read after a wake-up or a timeout, which is
+	// most likely the answer (when it is not, the query reads again,
+	// watching, before it waits).
+	watch := opts.minIndex > 0
 	for abandoned, timedOut := false, false; ; {
 		s := h.backend.State()
-		// A read that will not block watches nothing: no watch set to fill.
 		var ws memdb.WatchSet
-		if opts.minIndex > 0 {
+		if watch {
 			ws = memdb.NewWatchSet()
 			ws.Add(s.AbandonCh())
 		}
@@ -108,6 +112,11 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 		if opts.minIndex == 0 || idx > opts.minIndex || abandoned || timedOut {
 			break
 		}
+		if !watch {
+			watch = true
+			continue
+		}
+		watch = false
 		if h.wait(ctx, ws) != nil {
 			// Timed out: read once more, so that the answer carries the
 			// current index even when what we watched did not change.
@@ -154,7 +163,32 @@ func (h *Handler) wait(ctx context.Context, ws memdb.WatchSet) error {
 		h.blocked.Add(-1)
 		h.blockedChanged()
 	}()
-	return ws.WatchCtx(ctx)
+	return watchSet(ctx, ws)
+}
+
+// watchSet blocks until a channel of ws closes (nil) or ctx ends (its
+// error). memdb's WatchCtx selects over 32 cases for any set of up to 32
+// channels; a read watches two to four, so those get a select of their own
+// size.
+func watchSet(ctx context.Context, ws memdb.WatchSet) error {
+	if len(ws) > 4 {
+		return ws.WatchCtx(ctx)
+	}
+	var chs [4]<-chan struct{} // nil channels never fire
+	i := 0
+	for ch := range ws {
+		chs[i] = ch
+		i++
+	}
+	select {
+	case <-chs[0]:
+	case <-chs[1]:
+	case <-chs[2]:
+	case <-chs[3]:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // gaugeDelay is how long a change of the blocked-query count waits to be
