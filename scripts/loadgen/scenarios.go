@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -314,17 +315,33 @@ func (b *bench) wake(ctx context.Context) error {
 func (b *bench) fanout(ctx context.Context) error {
 	for round := 1; round <= b.cfg.rounds; round++ {
 		for _, sys := range b.systems {
-			if err := b.fanoutOn(ctx, sys, round); err != nil {
-				return fmt.Errorf("%s: %w", sys.name, err)
+			for _, raw := range []bool{false, true} {
+				if err := b.fanoutOn(ctx, sys, round, raw); err != nil {
+					return fmt.Errorf("%s: %w", sys.name, err)
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// fanoutOn runs the fan-out scenario once on sys.
-func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
+// fanoutOn runs the fan-out scenario once on sys, with watchers on Go's
+// net/http client or (raw) on plain connections that write the request and
+// read the answer with no more than it takes: the generator shares the
+// cores with the server, and net/http's client costs about as much CPU per
+// answer as the server does to send it.
+func (b *bench) fanoutOn(ctx context.Context, sys system, round int, raw bool) error {
 	c := sys.c
+	kind := "net/http client"
+	var rawConns *rawWatchers
+	if raw {
+		kind = "raw HTTP/1.1 client"
+		var err error
+		if rawConns, err = newRawWatchers(c.Base, c.Token); err != nil {
+			return err
+		}
+		defer rawConns.close()
+	}
 	id, r := b.createRuleOn(ctx, c, "bench-fanout")
 	if f := r.Failure(); f != "" {
 		return fmt.Errorf("creating the watched rule: %s", f)
@@ -358,7 +375,12 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 			defer wg.Done()
 			var once sync.Once
 			release := func() { once.Do(func() { <-sem }) }
-			r := c.Do(wctx, http.MethodGet, path, nil, release)
+			var r benchutil.Response
+			if raw {
+				r = rawConns.get(wctx, path, release)
+			} else {
+				r = c.Do(wctx, http.MethodGet, path, nil, release)
+			}
 			results[i] = result{time.Now(), r}
 			returned.Add(1)
 			release()
@@ -378,6 +400,10 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 	} else {
 		profiled <- nil
 	}
+	// The load generator shares the machine's cores with the server: it
+	// does not collect its own garbage while the watchers come back, so
+	// that what is measured is the server's work, not the generator's GC.
+	gc := debug.SetGCPercent(-1)
 	cpu := startCPU(sys.pid)
 	sent := time.Now()
 	body := fmt.Appendf(nil, `{"BindType":"service","BindName":"svc-fanout","Description":"fanout %d"}`, time.Now().UnixNano())
@@ -387,6 +413,7 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 	got := time.Now()
 	wg.Wait()
 	used := cpu.stop(time.Since(sent))
+	debug.SetGCPercent(gc)
 	if err := <-profiled; err != nil {
 		b.note("fanout", "server profile: "+err.Error())
 	}
@@ -415,14 +442,14 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int) error {
 		b.note("fanout", fmt.Sprintf("%d watchers had returned before the write", early))
 	}
 	woke := fmt.Sprintf("%d/%d", len(fromSend), n)
-	b.add(row{scenario: "fanout", what: sys.name + ": open watchers: every blocked GET written", clients: n, n: fmt.Sprint(n),
+	b.add(row{scenario: "fanout", what: sys.name + ": open watchers: every blocked GET written, " + kind, clients: n, n: fmt.Sprint(n),
 		rate: float64(n) / opened.Seconds(), lat: benchutil.Single(opened)})
 	b.add(row{scenario: "fanout", what: sys.name + ": update: PUT sent -> response", clients: 1, n: "1", lat: benchutil.Single(got.Sub(sent)), errors: werrs})
-	b.add(row{scenario: "fanout", what: sys.name + ": watchers returned, after update sent (max: all back)", clients: n, n: woke,
+	b.add(row{scenario: "fanout", what: sys.name + ": watchers returned, after update sent (max: all back), " + kind, clients: n, n: woke,
 		lat: benchutil.Summarize(fromSend), errors: n - len(fromSend)})
-	b.add(row{scenario: "fanout", what: sys.name + ": watchers returned, after update response", clients: n, n: woke,
+	b.add(row{scenario: "fanout", what: sys.name + ": watchers returned, after update response, " + kind, clients: n, n: woke,
 		lat: benchutil.Summarize(fromResp), errors: n - len(fromSend)})
-	b.add(used.row("fanout", sys.name+": CPU from update sent to all back"))
+	b.add(used.row("fanout", sys.name+": CPU from update sent to all back, "+kind))
 	if len(fromSend) < n && ctx.Err() == nil {
 		return errors.New("not every watcher returned with a higher index (see the notes)")
 	}
