@@ -11,6 +11,7 @@
 # Raft between the servers is mutual TLS: `start` creates a CA and a server
 # certificate once, with `ctlplane tls`, in DIR/tls. The HTTP addresses also
 # answer HTTPS (CTLPLANE_CACERT=DIR/tls/ctlplane-agent-ca.pem).
+# CLUSTER_ARGS adds agent flags to every server (e.g. -raft-log-store=wal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:-}
@@ -52,7 +53,7 @@ start() {
 			-tls-ca-file="$dir/tls/ctlplane-agent-ca.pem" \
 			-tls-cert-file="$dir/tls/dc1-server-ctlplane-0.pem" \
 			-tls-key-file="$dir/tls/dc1-server-ctlplane-0-key.pem" \
-			>"$dir/n$i.log" 2>&1 &
+			${CLUSTER_ARGS:-} >"$dir/n$i.log" 2>&1 &
 		echo $! >"$dir/n$i.pid"
 	done
 	for _ in $(seq 1 100); do
