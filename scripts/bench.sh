@@ -6,8 +6,9 @@
 #      ACLs off, each level followed at once by the same load of 256 B puts
 #      on a single-member etcd; reads; blocked-query wake-up; 10,000-watcher
 #      fan-out (scripts/loadgen)
-#   2. creates through the leader of a local 3-node cluster (scripts/cluster.sh)
-#      next to a 3-member etcd cluster's puts through its leader
+#   2. creates through the leader of a local 3-node cluster (scripts/cluster.sh),
+#      on the boltdb and on the wal log store, each next to a 3-member etcd
+#      cluster's puts through its leader
 #   3. failover time over 10 leader kills (scripts/failover)
 #   4. snapshot save/restore at 100k and 1M rules (scripts/snapbench)
 #   5. Go benchmarks (token resolution, ...)
@@ -31,16 +32,19 @@ echo "== ctlplane benchmarks, $(date -u +%FT%TZ), $(go version), $(nproc) cores,
 echo "== 1. single node, next to a single-member etcd"
 go run ./scripts/loadgen -spawn -duration="$dur" -rounds="$rounds" -watchers="$watchers" -read-clients=16 -etcd=1 \
 	-name=boltdb -variant=wal=-raft-log-store=wal -variant=acl-off=-acl-enabled=false
-echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd"
+echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd; boltdb, then wal log store"
 dir=$(mktemp -d)
 trap 'scripts/cluster.sh stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-scripts/cluster.sh start "$dir" >/dev/null
-leader=$(curl -s http://127.0.0.1:8501/v1/status/leader?stale | tr -d '"')
-http="127.0.0.1:850${leader: -1}"
-echo "leader raft $leader, http $http"
-go run ./scripts/loadgen -addr="http://$http" -token="$(cat "$dir/management-token")" -duration="$dur" -rounds="$rounds" \
-	-scenarios=create -etcd=3 -name=cluster
-scripts/cluster.sh stop "$dir" >/dev/null
+for store in boltdb wal; do
+	rm -rf "$dir" && mkdir -p "$dir"
+	CLUSTER_ARGS="-raft-log-store=$store" scripts/cluster.sh start "$dir" >/dev/null
+	leader=$(curl -s http://127.0.0.1:8501/v1/status/leader?stale | tr -d '"')
+	n=${leader: -1}
+	echo "log store $store: leader raft $leader, http 127.0.0.1:850$n"
+	go run ./scripts/loadgen -addr="http://127.0.0.1:850$n" -token="$(cat "$dir/management-token")" -duration="$dur" -rounds="$rounds" \
+		-scenarios=create -etcd=3 -name="cluster-$store" -server-pid="$(cat "$dir/n$n.pid")"
+	scripts/cluster.sh stop "$dir" >/dev/null
+done
 echo "== 3. failover"
 go run ./scripts/failover -trials="$trials"
 echo "== 4. snapshots"
