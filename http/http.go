@@ -158,7 +158,16 @@ func (h *Handler) handleWithLimit(path string, bodyLimit int64, m methods) *mux.
 		allow = append(allow, e.method)
 	}
 	allowHeader := strings.Join(allow, ",")
-	return h.router.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// gorilla/mux tries the routes in order, each with its path regexp: a
+	// request for a route registered late ran some fifty regexps before its
+	// own. A route first checks the template's static prefix, which its
+	// regexp requires anyway (mux matches r.URL.Path, we do not use
+	// UseEncodedPath), so only routes that can match run a regexp.
+	prefix, _, _ := strings.Cut(path, "{")
+	route := h.router.NewRoute().MatcherFunc(func(r *http.Request, _ *mux.RouteMatch) bool {
+		return strings.HasPrefix(r.URL.Path, prefix)
+	}).Path(path)
+	return route.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodOptions {
 			w.Header().Set("Allow", allowHeader)
 			return
