@@ -16,6 +16,7 @@ const (
 	NodeRegisterType          MessageType = 24
 	NodeStatusType            MessageType = 25
 	AllocClientUpdateType     MessageType = 26
+	GCType                    MessageType = 27
 )
 
 // Done is the answer of a write that has nothing to report but its success.
@@ -83,6 +84,12 @@ type AllocClientUpdateRequest struct {
 	Now     int64
 }
 
+// GCRequest is one batch of a garbage collection: candidates and the
+// cutoffs they were chosen by.
+type GCRequest struct {
+	Request state.GCRequest
+}
+
 // The orchestrator's commands.
 var (
 	JobRegister = define(JobRegisterType, "job register", func(s *state.Store, idx uint64, r *JobRegisterRequest) (*state.JobRegisterResult, error) {
@@ -114,6 +121,11 @@ var (
 	})
 	NodeStatus = define(NodeStatusType, "node status", func(s *state.Store, idx uint64, r *NodeStatusRequest) (Done, error) {
 		return Done{}, s.NodeUpdateStatus(idx, r.NodeID, r.Status, r.Description, r.Evals, r.Now)
+	})
+	// GC deletes the finished objects a collection chose that still
+	// qualify when it is applied (state.GCApply).
+	GC = define(GCType, "gc", func(s *state.Store, idx uint64, r *GCRequest) (*state.GCResult, error) {
+		return s.GCApply(idx, &r.Request)
 	})
 	AllocClientUpdate = define(AllocClientUpdateType, "alloc client update", func(s *state.Store, idx uint64, r *AllocClientUpdateRequest) (Done, error) {
 		return Done{}, s.AllocsClientUpdate(idx, r.NodeID, r.Updates, r.Evals, r.Now)

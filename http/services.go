@@ -11,4 +11,5 @@ type Services struct {
 	Jobs        JobService
 	Deployments DeploymentService
 	Nodes       NodeService
+	System      SystemService
 }

@@ -86,6 +86,16 @@ type Config struct {
 	// DevNodes is how many simulated client nodes (mock_driver) the agent
 	// runs in its own process; agent -dev runs one.
 	DevNodes int
+	// GCInterval is how often the leader garbage-collects finished
+	// objects; the thresholds are how long each kind must have been
+	// finished first (Nomad's gc_interval, eval_gc_threshold,
+	// deployment_gc_threshold, job_gc_threshold, node_gc_threshold).
+	GCInterval            time.Duration
+	EvalGCThreshold       time.Duration
+	DeploymentGCThreshold time.Duration
+	JobGCThreshold        time.Duration
+	NodeGCThreshold       time.Duration
+
 	// Now is the clock of the domain services (default time.Now); tests
 	// pass a fake one.
 	Now func() time.Time
@@ -160,6 +170,21 @@ func (c *Config) SetDefaults() {
 	}
 	if c.HeartbeatTTL <= 0 {
 		c.HeartbeatTTL = 10 * time.Second
+	}
+	if c.GCInterval <= 0 {
+		c.GCInterval = 5 * time.Minute
+	}
+	if c.EvalGCThreshold <= 0 {
+		c.EvalGCThreshold = time.Hour
+	}
+	if c.DeploymentGCThreshold <= 0 {
+		c.DeploymentGCThreshold = time.Hour
+	}
+	if c.JobGCThreshold <= 0 {
+		c.JobGCThreshold = 4 * time.Hour
+	}
+	if c.NodeGCThreshold <= 0 {
+		c.NodeGCThreshold = 24 * time.Hour
 	}
 	if c.SchedulerWorkers <= 0 {
 		c.SchedulerWorkers = runtime.NumCPU()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ctlplane/ctlplane/server"
 	ctlagent "github.com/ctlplane/ctlplane/server/agent"
@@ -53,6 +54,11 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.BoolVar(&cfg.EnableDebug, "enable-debug", false, "serve Go's profiler under /debug/pprof/ (management token required when ACLs are on)")
 	devNodes := flags.Int("dev-nodes", -1, "simulated client nodes (mock_driver) to run in this process (default: 1 with -dev, else 0)")
 	flags.IntVar(&cfg.SchedulerWorkers, "scheduler-workers", 0, "evaluations the leader schedules at once (default: the number of CPUs)")
+	flags.DurationVar(&cfg.GCInterval, "gc-interval", 5*time.Minute, "how often the leader garbage-collects finished evaluations, allocations, deployments, jobs and nodes")
+	flags.DurationVar(&cfg.EvalGCThreshold, "eval-gc-threshold", time.Hour, "how long an evaluation (and its allocations) must have been terminal before it is collected")
+	flags.DurationVar(&cfg.DeploymentGCThreshold, "deployment-gc-threshold", time.Hour, "how long a deployment must have been finished before it is collected")
+	flags.DurationVar(&cfg.JobGCThreshold, "job-gc-threshold", 4*time.Hour, "how long a stopped, dead job (and everything of it) must have been finished before it is collected")
+	flags.DurationVar(&cfg.NodeGCThreshold, "node-gc-threshold", 24*time.Hour, "how long a node must have been down before it is collected")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := flags.Bool("log-json", false, "log in JSON")
 	if err := flags.Parse(args); err != nil {

@@ -13,6 +13,7 @@ import (
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/evals"
+	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/server/telemetry"
 )
@@ -22,6 +23,8 @@ type Agent struct {
 	*server.Server
 	Config *server.Config
 	Broker *evals.Broker
+	// GC is the garbage collector (a leader routine; PUT /v1/system/gc).
+	GC *gc.Service
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

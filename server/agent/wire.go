@@ -11,6 +11,7 @@ import (
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/server/evals"
+	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/scheduler"
@@ -41,7 +42,18 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	nodeSvc := nodes.New(deps, nodes.Config{HeartbeatTTL: a.Config.HeartbeatTTL})
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
 
+	a.GC = gc.New(deps, gc.Config{
+		Interval:            a.Config.GCInterval,
+		EvalThreshold:       a.Config.EvalGCThreshold,
+		DeploymentThreshold: a.Config.DeploymentGCThreshold,
+		JobThreshold:        a.Config.JobGCThreshold,
+		NodeThreshold:       a.Config.NodeGCThreshold,
+		AllocsDeleted:       a.Broker.AllocsDeleted,
+	})
+	a.AddLeaderRoutine("gc", a.GC.Run)
+
 	return ctlhttp.Services{
+		System:      a.GC,
 		ACL:         aclSvc,
 		Jobs:        jobs.New(deps),
 		Deployments: deployments.New(deps),

@@ -58,6 +58,11 @@ func New(deps svc.Deps, factory Factory, workers int) *Broker {
 	return &Broker{deps: deps, factory: factory, workers: workers, logger: deps.Logger.Named("evals")}
 }
 
+// AllocsDeleted tells the broker that allocations were deleted at index
+// idx (a garbage collection): its usage view rebuilds once it reads a
+// state that far.
+func (b *Broker) AllocsDeleted(idx uint64) { b.usage.resetFrom(idx) }
+
 // Stats are counters since the process started.
 type Stats struct {
 	Processed, Failed, PlansApplied, PlansRefused uint64
@@ -80,6 +85,9 @@ type outcome struct {
 // evaluation written by anyone (a job registration, the deployment watcher,
 // a node going down) is picked up without polling.
 func (b *Broker) Run(ctx context.Context) {
+	// Another leader may have deleted allocations meanwhile (garbage
+	// collection): the usage view rebuilds from the state as it is now.
+	b.usage.resetFrom(b.deps.State().AllocsIndex())
 	work := make(chan *state.Evaluation)
 	done := make(chan outcome, b.workers)
 	for i := 0; i < b.workers; i++ {
@@ -109,6 +117,11 @@ func (b *Broker) Run(ctx context.Context) {
 		}
 		for id := range handled {
 			if queue.pending[id] == nil {
+				delete(handled, id)
+				delete(attempts, id)
+			} else if !inflight[jobKey{queue.pending[id].Namespace, queue.pending[id].JobID}] && queue.gone(st, id) {
+				// Finished and garbage-collected before the queue read
+				// its last status.
 				delete(handled, id)
 				delete(attempts, id)
 			}

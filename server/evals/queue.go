@@ -52,6 +52,17 @@ func (q *pendingQueue) refresh(st *state.Store, ws memdb.WatchSet) error {
 	return nil
 }
 
+// gone drops a pending evaluation that no longer exists in st (deleted by
+// a garbage collection after it finished) and says whether it did.
+func (q *pendingQueue) gone(st *state.Store, id string) bool {
+	_, ev, err := st.Eval(nil, id)
+	if err != nil || ev != nil {
+		return false
+	}
+	delete(q.pending, id)
+	return true
+}
+
 // pop returns the next ready evaluation that take accepts, or nil; the ones
 // take refuses (their job is busy, or they wait for later) stay queued.
 func (q *pendingQueue) pop(take func(*state.Evaluation) bool) *state.Evaluation {

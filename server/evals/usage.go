@@ -18,6 +18,20 @@ type usageView struct {
 	last    uint64
 	allocs  map[string]contribution
 	nodes   map[string]state.Resources
+	// resetAt, when set, makes the view start over at its first refresh
+	// from a state whose allocations index has reached it: allocations
+	// were deleted (garbage collection) at that index, and a deleted
+	// allocation never shows up as changed, so a contribution the view
+	// still holds for it would never go.
+	resetAt uint64
+}
+
+// resetFrom asks for a rebuild once a state at allocations index idx (or
+// later) is read.
+func (v *usageView) resetFrom(idx uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.resetAt = max(v.resetAt, max(idx, 1))
 }
 
 type contribution struct {
@@ -29,7 +43,8 @@ type contribution struct {
 func (v *usageView) NodeUsage(snap *state.Store) (map[string]state.Resources, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if snap.AbandonCh() != v.abandon {
+	if snap.AbandonCh() != v.abandon || (v.resetAt != 0 && snap.AllocsIndex() >= v.resetAt) {
+		v.resetAt = 0
 		// A new store (first use, or a snapshot restore): start over.
 		v.abandon, v.last = snap.AbandonCh(), 0
 		v.allocs = map[string]contribution{}
