@@ -20,11 +20,12 @@ import (
 //   - allocation: desired stop/evict or ended on its client, and ended on
 //     its client (complete, failed, lost: never one its node may still run);
 //     last changed at or before the evaluation cutoff; its evaluation
-//     terminal and as old (or gone). When its job still runs it is also
-//     not part of an active deployment, not replaced by a live allocation
-//     (NextAllocation), and, when it failed or was lost and nothing
-//     replaced it yet, neither meant to run nor waited on by a pending or
-//     blocked evaluation of its job (the scheduler replaces it under its name).
+//     terminal and as old (or gone). When its job still exists and is not
+//     stopped it is also not part of an active deployment and, when it
+//     failed or was lost and nothing replaced it yet (no NextAllocation),
+//     neither meant to run nor waited on by a pending or blocked
+//     evaluation of its job: the scheduler replaces such an allocation
+//     under its name.
 //   - evaluation: terminal, as old as the evaluation cutoff, every one of
 //     its allocations collectable with it, and its job has no active
 //     deployment (the deployment watcher compares the job's evaluations
@@ -198,13 +199,8 @@ func (g *gcReader) allocEligible(a *Allocation, cutoff int64) (bool, error) {
 		}
 	}
 	if a.NextAllocation != "" {
-		raw, err := g.txn.First(allocsTable, "id", a.NextAllocation)
-		if err != nil {
-			return false, fmt.Errorf("failed allocation lookup: %w", err)
-		}
-		if raw != nil && !raw.(*Allocation).TerminalStatus() {
-			return false, nil
-		}
+		// Replaced: no scheduler decision reads it any more (the
+		// replacement's PreviousAllocation is only a link to show).
 		return true, nil
 	}
 	if a.ClientStatus == AllocClientStatusFailed || a.ClientStatus == AllocClientStatusLost {

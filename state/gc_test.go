@@ -256,15 +256,16 @@ func TestGCRules(t *testing.T) {
 			w.eval("e1", "web", evalDone, old)
 			w.alloc("a1", "e1", "web", stop, lost, old)
 		}, "alloc:a1 eval:e1", "job:web version:web/0"},
-		{"a failed allocation replaced by a live one stays; one whose replacement ended goes", func(w *gcWorld) {
+		{"a failed allocation that was replaced goes, even while its replacement runs", func(w *gcWorld) {
 			w.job("web", false, old)
 			w.eval("e1", "web", evalDone, old)
 			w.eval("e2", "web", evalDone, fresh)
-			w.alloc("a1", "e1", "web", stop, failed, old, next("a2"))
+			w.eval("e3", "web", EvalStatusBlocked, fresh)
+			w.alloc("a1", "e1", "web", run, failed, old, next("a2"))
 			w.alloc("a2", "e2", "web", run, running, fresh)
-			w.alloc("b1", "e1", "web", stop, failed, old, next("b2"))
+			w.alloc("b1", "e1", "web", stop, lost, old, next("b2"))
 			w.alloc("b2", "e2", "web", stop, complete, fresh)
-		}, "alloc:b1", "alloc:a1 alloc:a2 alloc:b2 eval:e1 eval:e2 job:web version:web/0"},
+		}, "alloc:a1 alloc:b1 eval:e1", "alloc:a2 alloc:b2 eval:e2 eval:e3 job:web version:web/0"},
 		{"allocations of an active deployment stay, and the job's evaluations with them", func(w *gcWorld) {
 			w.job("web", false, old)
 			w.deployment("d1", "web", 0, DeploymentStatusRunning, old)
