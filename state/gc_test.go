@@ -96,7 +96,7 @@ func (w *gcWorld) eval(name, job, status string, mtime int64) {
 
 type allocOpt func(*Allocation)
 
-func next(name string) allocOpt        { return func(a *Allocation) { a.NextAllocation = name } }
+func next(name string) allocOpt         { return func(a *Allocation) { a.NextAllocation = name } }
 func ofDeployment(name string) allocOpt { return func(a *Allocation) { a.DeploymentID = name } }
 func onNode(name string) allocOpt       { return func(a *Allocation) { a.NodeID = name } }
 func createdAt(idx uint64) allocOpt     { return func(a *Allocation) { a.CreateIndex = idx } }
