@@ -99,7 +99,6 @@ type allocOpt func(*Allocation)
 func next(name string) allocOpt         { return func(a *Allocation) { a.NextAllocation = name } }
 func ofDeployment(name string) allocOpt { return func(a *Allocation) { a.DeploymentID = name } }
 func onNode(name string) allocOpt       { return func(a *Allocation) { a.NodeID = name } }
-func createdAt(idx uint64) allocOpt     { return func(a *Allocation) { a.CreateIndex = idx } }
 
 func (w *gcWorld) alloc(name, eval, job, desired, client string, mtime int64, opts ...allocOpt) {
 	a := &Allocation{ID: w.id(name), Namespace: "default", EvalID: w.id(eval), JobID: job, TaskGroup: "web", NodeID: "node",
