@@ -360,6 +360,9 @@ func acxEndpoints() []acxEndpoint {
 		{method: "GET", path: "/v1/snapshot", need: needManagement, ok: ok, okCT: "application/x-gzip"},
 		{method: "PUT", path: "/v1/snapshot", body: "{snapshot}", need: needManagement, ok: okTrue},
 
+		// Garbage collection (Nomad's /v1/system/gc): management.
+		{method: "PUT", path: "/v1/system/gc", need: needManagement, ok: ok},
+
 		// Nodes and allocations (design §6b): node:read, namespace read-job;
 		// the client protocol node:write (its rows stop at validation,
 		// which comes after the check).
