@@ -185,7 +185,7 @@ func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 		copy(nc.prefix, n.prefix)
 	}
 	if len(n.edges) != 0 {
-		nc.edges = make([]edge, len(n.edges))
+		nc.edges = make([]edge, len(n.edges), len(n.edges)+1)
 		copy(nc.edges, n.edges)
 	}
 
