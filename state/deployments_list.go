@@ -12,11 +12,12 @@ import (
 // starts instead of sorting the table: "create" across every namespace and
 // "ns_create" within one.
 //
-// Keys: [Namespace 0x00] CreateIndex (8 bytes, big-endian) ID 0x00. Big-endian
-// keeps numeric order (memdb's UintFieldIndex writes the same bytes, but its
-// compound form cannot be given a raw bound for a reverse seek), and the ID's
-// terminating 0x00 keeps Go's string order between IDs of different lengths
-// (IDs never hold a 0x00: the id index takes only UUIDs).
+// Keys: [Namespace 0x00] CreateIndex (8 bytes, big-endian) ID 0x00, the bytes
+// a compound of memdb's String/UintFieldIndex would build; this indexer also
+// takes a raw bound, which the reverse seek from the end of a namespace
+// needs. Big-endian keeps numeric order, and the ID's terminating 0x00 keeps
+// Go's string order between IDs of different lengths (stored IDs never hold
+// a 0x00: the id index takes only UUIDs).
 const (
 	deploymentsCreateIndex   = "create"
 	deploymentsNsCreateIndex = "ns_create"
