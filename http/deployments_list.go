@@ -92,11 +92,8 @@ func (h *Handler) deploymentList(w http.ResponseWriter, r *http.Request) (any, e
 	var page []*state.Deployment
 	var next string
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, all, err := s.Deployments(ws, o.namespace, o.prefix)
-		if err != nil {
-			return 0, err
-		}
-		page, next, err = o.paginate(all, ident.authz)
+		idx, p, n, err := o.paginate(ws, s, ident.authz)
+		page, next = p, n
 		return idx, err
 	})
 	if err != nil {
@@ -111,75 +108,38 @@ func (h *Handler) deploymentList(w http.ResponseWriter, r *http.Request) (any, e
 	return page, nil
 }
 
-// paginate walks all (in list order: by CreateIndex then ID, or by ID with a
-// prefix), reversed when asked, from the token on: the filter, then the
-// namespace permission, then the page size. next is the ID of the first
-// deployment of the next page ("" on the last page).
-func (o *deploymentListOptions) paginate(all []*state.Deployment, authz *acl.Authorizer) ([]*state.Deployment, string, error) {
-	if o.reverse {
-		rev := make([]*state.Deployment, len(all))
-		for i, d := range all {
-			rev[len(all)-1-i] = d
-		}
-		all = rev
-	}
-	start := 0
-	if o.tokenID != "" {
-		start = o.tokenStart(all)
-	}
+// paginate reads one page: it walks the list (by CreateIndex then ID, or
+// by ID with a prefix), reversed when asked, from the token on, and keeps
+// what passes the filter, then the namespace permission, until the page is
+// full. next is the ID of the first deployment of the next page ("" on the
+// last page).
+func (o *deploymentListOptions) paginate(ws memdb.WatchSet, s *state.Store, authz *acl.Authorizer) (uint64, []*state.Deployment, string, error) {
+	q := state.DeploymentListQuery{Namespace: o.namespace, Prefix: o.prefix, Reverse: o.reverse,
+		TokenID: o.tokenID, TokenIndex: o.tokenIndex, TokenHasIndex: o.tokenHasIx}
 	out := []*state.Deployment{}
-	for _, d := range all[start:] {
+	next := ""
+	idx, err := s.DeploymentsWalk(ws, q, func(d *state.Deployment) (bool, error) {
 		if o.filter != nil {
 			ok, err := o.filter.Evaluate(d)
 			if err != nil {
-				return nil, "", badRequest("failed to read result page: %v", err)
+				return false, badRequest("failed to read result page: %v", err)
 			}
 			if !ok {
-				continue
+				return true, nil
 			}
 		}
 		if o.namespace == state.AllNamespaces && !authz.NamespaceCapability(d.Namespace, acl.CapReadJob) {
-			continue
+			return true, nil
 		}
 		if o.perPage > 0 && len(out) == o.perPage {
-			return out, d.ID, nil
+			next = d.ID
+			return false, nil
 		}
 		out = append(out, d)
+		return true, nil
+	})
+	if err != nil {
+		return idx, nil, "", err
 	}
-	return out, "", nil
-}
-
-// tokenStart is the position in all of the first deployment at or after
-// the token (in walking order). A bare ID names a deployment; when it is no
-// longer listed, and the order is by CreateIndex, there is nothing to
-// resume from and the page is empty.
-func (o *deploymentListOptions) tokenStart(all []*state.Deployment) int {
-	before := func(d *state.Deployment) bool {
-		var less, greater bool
-		if o.prefix != "" || !o.tokenHasIx {
-			less, greater = d.ID < o.tokenID, d.ID > o.tokenID
-		}
-		if o.prefix == "" && o.tokenHasIx {
-			less = d.CreateIndex < o.tokenIndex || (d.CreateIndex == o.tokenIndex && d.ID < o.tokenID)
-			greater = d.CreateIndex > o.tokenIndex || (d.CreateIndex == o.tokenIndex && d.ID > o.tokenID)
-		}
-		if o.reverse {
-			return greater
-		}
-		return less
-	}
-	if o.prefix == "" && !o.tokenHasIx {
-		for i, d := range all {
-			if d.ID == o.tokenID {
-				return i
-			}
-		}
-		return len(all)
-	}
-	for i, d := range all {
-		if !before(d) {
-			return i
-		}
-	}
-	return len(all)
+	return idx, out, next, nil
 }

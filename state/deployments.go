@@ -160,6 +160,9 @@ func init() {
 				&memdb.StringFieldIndex{Field: "Namespace"},
 				&memdb.StringFieldIndex{Field: "JobID"},
 			}}},
+			// The list order (deployments_list.go).
+			deploymentsCreateIndex:   {Name: deploymentsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{}},
+			deploymentsNsCreateIndex: {Name: deploymentsNsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{namespace: true}},
 			// The deployments still in progress, for the watcher: finished
 			// ones pile up and need no watching.
 			"active": {Name: "active", Indexer: &memdb.ConditionalIndex{Conditional: func(obj any) (bool, error) {
@@ -172,42 +175,6 @@ func init() {
 // Deployment returns the deployment with that ID, or nil.
 func (s *Store) Deployment(ws memdb.WatchSet, id string) (uint64, *Deployment, error) {
 	return getOneOrWatchTable[Deployment](s, ws, deploymentsTable, id)
-}
-
-// Deployments lists the deployments of namespace ns (AllNamespaces: every
-// one): oldest first (CreateIndex, then ID), or, when prefix is given (an
-// even number of hex digits, hyphens ignored), the deployments whose ID
-// starts with it in ID order.
-func (s *Store) Deployments(ws memdb.WatchSet, ns, prefix string) (uint64, []*Deployment, error) {
-	txn := s.db.Txn(false)
-	defer txn.Abort()
-	var iter memdb.ResultIterator
-	var err error
-	if prefix != "" {
-		iter, err = txn.Get(deploymentsTable, "id_prefix", prefix)
-	} else {
-		iter, err = txn.Get(deploymentsTable, "id")
-	}
-	if err != nil {
-		return 0, nil, fmt.Errorf("failed deployment list: %w", err)
-	}
-	ws.Add(iter.WatchCh())
-	out := []*Deployment{}
-	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		d := raw.(*Deployment)
-		if ns == AllNamespaces || d.Namespace == ns {
-			out = append(out, d)
-		}
-	}
-	if prefix == "" {
-		sort.Slice(out, func(i, j int) bool {
-			if out[i].CreateIndex != out[j].CreateIndex {
-				return out[i].CreateIndex < out[j].CreateIndex
-			}
-			return out[i].ID < out[j].ID
-		})
-	}
-	return maxIndex(txn, deploymentsTable), out, nil
 }
 
 // ActiveDeployments lists the deployments in progress, by ID; ws fires when
