@@ -98,7 +98,7 @@ func (h *Handler) bindingRuleRead(w http.ResponseWriter, r *http.Request) (any, 
 		idx, found, err := s.BindingRule(ws, ruleID, ns)
 		rule = found
 		return idx, found != nil, err
-	}, func() any { return rule }, "Requested binding rule does not exist: ACL not found")
+	}, func() any { return encodeOnce(rule) }, "Requested binding rule does not exist: ACL not found")
 }
 
 func (h *Handler) bindingRuleList(w http.ResponseWriter, r *http.Request) (any, error) {

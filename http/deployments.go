@@ -58,7 +58,7 @@ func (h *Handler) deploymentRead(w http.ResponseWriter, r *http.Request) (any, e
 		idx, got, err := s.Deployment(ws, id)
 		d = got
 		return idx, got, err
-	}, func() any { return d })
+	}, func() any { return encodeOnce(d) })
 }
 
 // allocStub is an allocation as a deployment's allocation list shows it.

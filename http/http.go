@@ -280,10 +280,17 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 func writeJSON(w http.ResponseWriter, r *http.Request, obj any) {
 	var buf []byte
 	var err error
-	if _, pretty := r.URL.Query()["pretty"]; pretty {
+	stored, isStored := obj.(storedObject)
+	if isStored {
+		obj = stored.obj
+	}
+	switch _, pretty := r.URL.Query()["pretty"]; {
+	case pretty:
 		buf, err = json.MarshalIndent(obj, "", "    ")
 		buf = append(buf, '\n')
-	} else {
+	case isStored:
+		buf, err = encodeStored(obj)
+	default:
 		buf, err = json.Marshal(obj)
 	}
 	if err != nil {

@@ -52,3 +52,26 @@ func TestHTTPDateCachedPerSecond(t *testing.T) {
 		t.Errorf("next second, another zone: %q", got)
 	}
 }
+
+// A stored object is encoded once: the second answer is the same bytes
+// (not re-encoded); another object, even with equal fields, is its own
+// entry; ?pretty bypasses the cache.
+func TestEncodeStoredOnce(t *testing.T) {
+	type rule struct{ ID, Description string }
+	a, b := &rule{"1", "x"}, &rule{"1", "x"}
+	first, err := encodeStored(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := encodeStored(a)
+	if &first[0] != &second[0] {
+		t.Error("the same object was encoded twice")
+	}
+	other, _ := encodeStored(b)
+	if &other[0] == &first[0] || string(other) != string(first) {
+		t.Errorf("another object: %q (shared: %v), want its own encoding of equal JSON", other, &other[0] == &first[0])
+	}
+	if string(first) != `{"ID":"1","Description":"x"}` {
+		t.Errorf("JSON %s", first)
+	}
+}
