@@ -393,3 +393,32 @@ func TestJobScheduled(t *testing.T) {
 		fmt.Sscan(resp.Header.Get("X-Nomad-Index"), &index)
 	}
 }
+
+// TestJobVersionsTracked: as Nomad, a job keeps its six newest versions
+// (nothing here runs them: no scheduler, no allocations); the seventh
+// register drops version 0, and reverting to a dropped one is refused.
+func TestJobVersionsTracked(t *testing.T) {
+	ts := startJobs(t)
+	for count := 1; count <= 8; count++ {
+		mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", count, ""))
+	}
+	var versions struct{ Versions []*state.Job }
+	resp := ts.Do(t, "GET", "/v1/job/web/versions", "")
+	resp.JSON(t, &versions)
+	var got []uint64
+	for _, v := range versions.Versions {
+		got = append(got, v.Version)
+	}
+	if resp.Status != 200 || fmt.Sprint(got) != "[7 6 5 4 3 2]" {
+		t.Fatalf("versions %v (%d), want [7 6 5 4 3 2]", got, resp.Status)
+	}
+	r := ts.Do(t, "PUT", "/v1/job/web/revert", `{"JobID":"web","JobVersion":1}`)
+	t.Logf("revert to a dropped version: %d %s", r.Status, r.Body)
+	if r.Status < 400 || r.Status >= 500 {
+		t.Errorf("revert to a dropped version: %s, want a 4xx", r)
+	}
+	mustWrite(t, ts, "PUT", "/v1/job/web/revert", `{"JobID":"web","JobVersion":2}`)
+	if job := getJob(t, ts, "web"); job.Version != 8 || job.TaskGroups[0].Count != 3 {
+		t.Errorf("after reverting to version 2: version %d count %d, want 8 and 3", job.Version, job.TaskGroups[0].Count)
+	}
+}

@@ -284,6 +284,51 @@ func jobVersionsTxn(txn *memdb.Txn, ws memdb.WatchSet, ns, id string) ([]*Job, e
 	return out, nil
 }
 
+// JobTrackedVersions is how many versions of a job are kept (Nomad's
+// default): a new version deletes the older ones beyond it, except the latest
+// stable version (what a failed deployment rolls back to) and any version an
+// allocation or a deployment still refers to (the scheduler, the deployment
+// watcher and the clients read those); they go once garbage collection has
+// taken what refers to them and a newer version is registered.
+const JobTrackedVersions = 6
+
+func pruneJobVersionsTxn(txn *memdb.Txn, ns, id string) error {
+	versions, err := jobVersionsTxn(txn, nil, ns, id) // newest first
+	if err != nil || len(versions) <= JobTrackedVersions {
+		return err
+	}
+	keep := map[uint64]bool{}
+	for _, v := range versions {
+		if v.Stable {
+			keep[v.Version] = true
+			break
+		}
+	}
+	allocs, err := txn.Get(allocsTable, "job", ns, id)
+	if err != nil {
+		return fmt.Errorf("failed allocation lookup: %w", err)
+	}
+	for raw := allocs.Next(); raw != nil; raw = allocs.Next() {
+		keep[raw.(*Allocation).JobVersion] = true
+	}
+	deployments, err := txn.Get(deploymentsTable, "job", ns, id)
+	if err != nil {
+		return fmt.Errorf("failed deployment lookup: %w", err)
+	}
+	for raw := deployments.Next(); raw != nil; raw = deployments.Next() {
+		keep[raw.(*Deployment).JobVersion] = true
+	}
+	for _, v := range versions[JobTrackedVersions:] {
+		if keep[v.Version] {
+			continue
+		}
+		if err := txn.Delete(jobVersionsTable, v); err != nil {
+			return fmt.Errorf("failed deleting job version: %w", err)
+		}
+	}
+	return nil
+}
+
 // JobVersion returns one version of a job, or nil.
 func (s *Store) JobVersion(ws memdb.WatchSet, ns, id string, version uint64) (uint64, *Job, error) {
 	txn := s.db.Txn(false)
@@ -362,6 +407,9 @@ func upsertJobTxn(txn *memdb.Txn, idx uint64, job *Job) (*JobRegisterResult, err
 	}
 	if err := txn.Insert(jobVersionsTable, stored); err != nil {
 		return nil, fmt.Errorf("failed inserting job version: %w", err)
+	}
+	if err := pruneJobVersionsTxn(txn, stored.Namespace, stored.ID); err != nil {
+		return nil, err
 	}
 	if err := setIndex(txn, jobsTable, idx); err != nil {
 		return nil, err
