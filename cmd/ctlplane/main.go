@@ -25,6 +25,7 @@ Commands:
   deployment list, status [-monitor], fail, pause, resume, unblock, promote, allocation-health
   alloc      status, logs
   node       status
+  system     gc: garbage-collect finished objects now
   version    print the version
 `
 
@@ -61,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAlloc(args[1:], stdout, stderr)
 	case "node":
 		return runNode(args[1:], stdout, stderr)
+	case "system":
+		return runSystem(args[1:], stdout, stderr)
 	case "version", "-version", "--version", "-v":
 		fmt.Fprintf(stdout, "ctlplane v%s\n", Version)
 		return 0
