@@ -92,11 +92,3 @@ func aclPolicySetTxn(txn *memdb.Txn, idx uint64, p *ACLPolicy) (*ACLPolicy, erro
 func (s *Store) ACLPolicyDelete(idx uint64, id string) error {
 	return deleteOne(s, idx, aclPoliciesTable, "id", id, "policy does not exist")
 }
-
-// ACLRulesIndex is the highest index of the policy and role tables: what a
-// token's permissions are built from besides the token itself.
-func (s *Store) ACLRulesIndex() uint64 {
-	txn := s.db.Txn(false)
-	defer txn.Abort()
-	return maxIndex(txn, aclPoliciesTable, aclRolesTable)
-}

@@ -128,32 +128,6 @@ func TestRowsAndInsertRoundTripEveryTable(t *testing.T) {
 	}
 }
 
-func TestACLRulesIndex(t *testing.T) {
-	s := NewStore()
-	if got := s.ACLRulesIndex(); got != 1 {
-		t.Fatalf("ACLRulesIndex of a new store = %d, want 1", got)
-	}
-	if _, err := s.ACLPolicySet(4, newPolicy(idA, "p")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ACLRoleSet(6, newRole(idB, "r")); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.ACLRulesIndex(); got != 6 {
-		t.Fatalf("ACLRulesIndex = %d, want 6 (the role's)", got)
-	}
-	if _, err := s.ACLPolicySet(9, newPolicy(idA, "p2")); err != nil {
-		t.Fatal(err)
-	}
-	// Writes to other tables do not move it.
-	if _, err := s.ACLTokenSet(12, newToken(idC, "s"), true); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.ACLRulesIndex(); got != 9 {
-		t.Fatalf("ACLRulesIndex = %d, want 9 (the policy's)", got)
-	}
-}
-
 func TestHashOf(t *testing.T) {
 	a := HashOf("ab", "c")
 	if len(a) != 32 || !reflect.DeepEqual(a, HashOf("ab", "c")) {

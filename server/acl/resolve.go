@@ -15,10 +15,9 @@ import (
 // ErrTokenNotFound: the secret names no live token (unknown or expired).
 var ErrTokenNotFound = errors.New("ACL not found")
 
-// Resolver turns a secret into its token and authorizer. The token is read
-// from the state store every time; parsed policies and each token's
-// authorizer are cached until the token, a policy or a role changes, so a
-// change takes effect on the next request.
+// Resolver turns a secret into its token and authorizer. Parsed policies
+// are cached by their text, whole resolutions by secret until the token, a
+// policy or a role changes, so a change takes effect on the next request.
 type Resolver struct {
 	// Now is the clock expiry is judged by (nil: time.Now).
 	Now func() time.Time
@@ -28,17 +27,11 @@ type Resolver struct {
 
 	mu       sync.Mutex
 	policies map[string]cachedPolicy
-	// authorizers caches each token's authorizer; an entry is good while the
-	// token, the policies and the roles are unchanged.
-	authorizers map[string]cachedAuthorizer
-	// store is the state store the cached authorizers were built from. A
-	// snapshot restore replaces the store, and the indexes the entries are
-	// keyed on then describe other objects: the cache starts over.
-	store *state.Store
 
 	// resolved caches whole resolutions by secret, for the next request of
 	// the same token: good while none of its watch channels has closed (the
-	// token's row, the policy and role tables) on the same store.
+	// token's row, the policy and role tables) on the same store (a
+	// snapshot restore replaces the store).
 	resolvedMu sync.RWMutex
 	resolved   map[string]*resolvedToken
 }
@@ -67,11 +60,6 @@ func (e *resolvedToken) current(s *state.Store) bool {
 
 // maxResolved bounds the resolution cache; it starts over when full.
 const maxResolved = 65536
-
-type cachedAuthorizer struct {
-	tokenIndex, rulesIndex uint64
-	authz                  *Authorizer
-}
 
 type cachedPolicy struct {
 	source string
@@ -106,7 +94,7 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.SecretID), []byte(secret)) != 1 || tok.Expired(now()) {
 		return nil, nil, ErrTokenNotFound
 	}
-	tok, authz, err := r.authorize(s, tok)
+	authz, err := r.authorizer(s, tok)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,34 +104,6 @@ func (r *Resolver) Resolve(s *state.Store, secret string) (*state.ACLToken, *Aut
 	}
 	r.resolved[secret] = &resolvedToken{store: s, tok: tok, authz: authz, watch: watch}
 	r.resolvedMu.Unlock()
-	return tok, authz, nil
-}
-
-// authorize returns the authorizer of tok, from the per-token cache when
-// neither the token nor any policy or role changed since it was built.
-func (r *Resolver) authorize(s *state.Store, tok *state.ACLToken) (*state.ACLToken, *Authorizer, error) {
-	rulesIndex := s.ACLRulesIndex()
-	r.mu.Lock()
-	if r.store != s {
-		r.store, r.authorizers = s, nil
-	}
-	c, ok := r.authorizers[tok.AccessorID]
-	r.mu.Unlock()
-	if ok && c.tokenIndex == tok.ModifyIndex && c.rulesIndex == rulesIndex {
-		return tok, c.authz, nil
-	}
-	authz, err := r.authorizer(s, tok)
-	if err != nil {
-		return nil, nil, err
-	}
-	r.mu.Lock()
-	if r.store == s { // a request still on a replaced store does not cache
-		if r.authorizers == nil || len(r.authorizers) > 65536 {
-			r.authorizers = map[string]cachedAuthorizer{}
-		}
-		r.authorizers[tok.AccessorID] = cachedAuthorizer{tokenIndex: tok.ModifyIndex, rulesIndex: rulesIndex, authz: authz}
-	}
-	r.mu.Unlock()
 	return tok, authz, nil
 }
 
