@@ -129,14 +129,14 @@ func (s *Store) EvalsModifiedSince(ws memdb.WatchSet, index uint64) (uint64, []*
 
 // EvalsUpsert inserts or replaces evaluations at idx.
 func (s *Store) EvalsUpsert(idx uint64, evals []*Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	for _, e := range evals {
 		if err := upsertEvalTxn(txn, idx, e); err != nil {
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 

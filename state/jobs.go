@@ -378,6 +378,11 @@ type JobRegisterResult struct {
 // upsertJobTxn registers job at idx: a changed spec (or a new job) becomes a
 // new version; an unchanged one keeps its version and indexes.
 func upsertJobTxn(txn *memdb.Txn, idx uint64, job *Job) (*JobRegisterResult, error) {
+	if ok, err := namespaceExistsTxn(txn, job.Namespace); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, errorf(ErrInvalid, "job %q is in nonexistent namespace %q", job.ID, job.Namespace)
+	}
 	raw, err := txn.First(jobsTable, "id", job.Namespace, job.ID)
 	if err != nil {
 		return nil, fmt.Errorf("failed job lookup: %w", err)
@@ -423,7 +428,7 @@ func upsertJobTxn(txn *memdb.Txn, idx uint64, job *Job) (*JobRegisterResult, err
 // JobRegister registers a job and inserts the evaluation that goes with it,
 // in one transaction at idx.
 func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegisterResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	res, err := upsertJobTxn(txn, idx, job)
 	if err != nil {
@@ -437,7 +442,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 			return nil, err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return res, nil
 }
 
@@ -447,7 +452,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 // and its active deployments are cancelled: a job registered again under
 // the same ID (at version 0 again) must not take them for its own.
 func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(jobsTable, "id", ns, id)
 	if err != nil {
@@ -484,7 +489,7 @@ func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
 	if err := retirePurgedJobTxn(txn, idx, ns, id, now); err != nil {
 		return err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -532,12 +537,12 @@ func retirePurgedJobTxn(txn *memdb.Txn, idx uint64, ns, id string, now int64) er
 
 // JobSetStable marks one version of a job stable or not at idx.
 func (s *Store) JobSetStable(idx uint64, ns, id string, version uint64, stable bool) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	if err := setJobStableTxn(txn, idx, ns, id, version, stable); err != nil {
 		return err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
