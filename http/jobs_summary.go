@@ -13,6 +13,7 @@ import (
 // and stops, namespaces, the agent's self-description and search.
 func (h *Handler) registerNomadCLI() {
 	h.handle("/v1/job/{job}/summary", methods{{http.MethodGet, h.jobsService(h.jobSummary)}})
+	h.registerNamespaces()
 }
 
 // jobSummary is GET /v1/job/:id/summary (Nomad's JobSummary, blocking on

@@ -127,3 +127,13 @@ func TestJobSummaryNomadClient(t *testing.T) {
 	cliReport(t, ts, nodeID, allocs[1].ID, state.AllocClientStatusComplete)
 	want("old allocation completes", api.TaskGroupSummary{})
 }
+
+// mkNamespace creates a Nomad namespace through the API (jobs can only be
+// registered in an existing one).
+func mkNamespace(t *testing.T, ts *servertest.TestServer, name string, headers ...string) {
+	t.Helper()
+	resp := ts.Do(t, "PUT", "/v1/namespace/"+name, `{"Name":"`+name+`"}`, headers...)
+	if resp.Status != 200 {
+		t.Fatalf("creating namespace %s: %s", name, resp)
+	}
+}

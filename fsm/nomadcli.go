@@ -1,0 +1,39 @@
+package fsm
+
+import "github.com/ctlplane/ctlplane/state"
+
+// Message types of Nomad's namespaces and allocation stops. They sit apart
+// from the orchestrator's block so that other families can grow theirs.
+const (
+	NamespaceUpsertType MessageType = 48
+	NamespaceDeleteType MessageType = 49
+	AllocStopType       MessageType = 50
+)
+
+// NamespaceUpsertRequest creates or replaces Nomad namespaces.
+type NamespaceUpsertRequest struct {
+	Namespaces []*state.Namespace
+}
+
+// NamespaceDeleteRequest deletes Nomad namespaces, all or none.
+type NamespaceDeleteRequest struct {
+	Names []string
+}
+
+// AllocStopRequest stops one allocation and inserts the evaluation that
+// replaces it.
+type AllocStopRequest struct {
+	AllocID string
+	Eval    *state.Evaluation
+	Now     int64
+}
+
+// The commands of namespaces and allocation stops.
+var (
+	NamespaceUpsert = define(NamespaceUpsertType, "namespace upsert", func(s *state.Store, idx uint64, r *NamespaceUpsertRequest) (Indexed, error) {
+		return Indexed{Index: idx}, s.NamespaceUpsert(idx, r.Namespaces)
+	})
+	NamespaceDelete = define(NamespaceDeleteType, "namespace delete", func(s *state.Store, idx uint64, r *NamespaceDeleteRequest) (Indexed, error) {
+		return Indexed{Index: idx}, s.NamespaceDelete(idx, r.Names)
+	})
+)
