@@ -175,9 +175,9 @@ func (h *Handler) allocRead(w http.ResponseWriter, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	var alloc *state.Allocation
+	var alloc *allocDetail
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, a, err := s.Alloc(ws, allocID)
+		idx, a, err := readAllocDetail(ws, s, allocID)
 		alloc = a
 		return idx, err
 	})
