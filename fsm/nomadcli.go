@@ -37,3 +37,22 @@ var (
 		return Indexed{Index: idx}, s.NamespaceDelete(idx, r.Names)
 	})
 )
+
+// JobScaleType records a scaling event, with the job's new version and
+// its evaluation when the count changes.
+const JobScaleType MessageType = 51
+
+// JobScaleRequest is one scaling action (Job nil: an event only).
+type JobScaleRequest struct {
+	Job       *state.Job
+	Eval      *state.Evaluation
+	Namespace string
+	JobID     string
+	Group     string
+	Event     *state.ScalingEvent
+}
+
+// JobScale applies a JobScaleRequest.
+var JobScale = define(JobScaleType, "job scale", func(s *state.Store, idx uint64, r *JobScaleRequest) (*state.JobRegisterResult, error) {
+	return s.JobScale(idx, r.Job, r.Eval, r.Namespace, r.JobID, r.Group, r.Event)
+})

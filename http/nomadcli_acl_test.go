@@ -14,12 +14,14 @@ func nomadCLIMatrixRows() []acxEndpoint {
 	badName := acxWant{http.StatusBadRequest, `invalid name "bad_name". Must match regex ^[a-zA-Z0-9-]{1,64}$`}
 	rows := []acxEndpoint{
 		{method: "GET", path: "/v1/job/web/summary", need: needNSReadJob, ok: acxWant{404, "job not found"}},
+		{method: "GET", path: "/v1/job/web/scale", need: needNSReadJob, ok: acxWant{404, "job not found"}},
 		{method: "GET", path: "/v1/namespaces?prefix=zzz", need: needNomadToken, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/namespace/nope", need: needNSReadJob, ok: acxWant{404, "Namespace not found"}},
 		{method: "DELETE", path: "/v1/namespace/nope", need: needNSAdmin, ok: acxWant{404, `namespace "nope" does not exist`}},
 	}
 	for _, m := range []string{"PUT", "POST"} {
 		rows = append(rows,
+			acxEndpoint{method: m, path: "/v1/job/web/scale", body: `{"Count":2,"Target":{"Group":"g"}}`, need: needNSSubmitJob, ok: acxWant{404, `job "web" not found`}},
 			acxEndpoint{method: m, path: "/v1/namespace", body: `{"Name":"bad_name"}`, need: needNSAdmin, ok: badName},
 			acxEndpoint{method: m, path: "/v1/namespace/bad_name", body: `{"Name":"bad_name"}`, need: needNSAdmin, ok: badName},
 		)

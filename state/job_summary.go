@@ -263,6 +263,9 @@ func updateSummariesTxn(txn *memdb.Txn, idx uint64, changes memdb.Changes) error
 func writeSummariesTxn(txn *memdb.Txn, idx uint64, touched map[[2]string]*JobSummary, deleted map[[2]string]bool) error {
 	wrote := false
 	for k := range deleted {
+		if err := deleteScalingEventsTxn(txn, idx, k[0], k[1]); err != nil {
+			return err
+		}
 		raw, err := txn.First(jobSummaryTable, "id", k[0], k[1])
 		if err != nil {
 			return fmt.Errorf("failed job summary lookup: %w", err)
