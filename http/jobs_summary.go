@@ -15,6 +15,7 @@ func (h *Handler) registerNomadCLI() {
 	h.handle("/v1/job/{job}/summary", methods{{http.MethodGet, h.jobsService(h.jobSummary)}})
 	h.registerNamespaces()
 	h.registerJobScale()
+	h.registerAgent()
 }
 
 // jobSummary is GET /v1/job/:id/summary (Nomad's JobSummary, blocking on

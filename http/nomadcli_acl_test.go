@@ -15,6 +15,10 @@ func nomadCLIMatrixRows() []acxEndpoint {
 	rows := []acxEndpoint{
 		{method: "GET", path: "/v1/job/web/summary", need: needNSReadJob, ok: acxWant{404, "job not found"}},
 		{method: "GET", path: "/v1/job/web/scale", need: needNSReadJob, ok: acxWant{404, "job not found"}},
+		{method: "GET", path: "/v1/agent/self", need: needOpRead, ok: acxWant{200, ""}},
+		{method: "GET", path: "/v1/agent/members", need: needNodeRead, ok: acxWant{200, ""}},
+		{method: "GET", path: "/v1/agent/health", need: needOpen, ok: acxWant{200, `{"server":{"ok":true,"message":"ok"}}`}},
+		{method: "GET", path: "/v1/regions", need: needOpen, ok: acxWant{200, `["global"]`}},
 		{method: "GET", path: "/v1/namespaces?prefix=zzz", need: needNomadToken, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/namespace/nope", need: needNSReadJob, ok: acxWant{404, "Namespace not found"}},
 		{method: "DELETE", path: "/v1/namespace/nope", need: needNSAdmin, ok: acxWant{404, `namespace "nope" does not exist`}},
