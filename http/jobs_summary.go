@@ -16,6 +16,7 @@ func (h *Handler) registerNomadCLI() {
 	h.registerNamespaces()
 	h.registerJobScale()
 	h.registerAgent()
+	h.registerSearch()
 }
 
 // jobSummary is GET /v1/job/:id/summary (Nomad's JobSummary, blocking on
