@@ -33,6 +33,10 @@ var (
 	NamespaceUpsert = define(NamespaceUpsertType, "namespace upsert", func(s *state.Store, idx uint64, r *NamespaceUpsertRequest) (Indexed, error) {
 		return Indexed{Index: idx}, s.NamespaceUpsert(idx, r.Namespaces)
 	})
+	AllocStop = define(AllocStopType, "alloc stop", func(s *state.Store, idx uint64, r *AllocStopRequest) (Indexed, error) {
+		_, err := s.AllocStop(idx, r.AllocID, r.Eval, r.Now)
+		return Indexed{Index: idx}, err
+	})
 	NamespaceDelete = define(NamespaceDeleteType, "namespace delete", func(s *state.Store, idx uint64, r *NamespaceDeleteRequest) (Indexed, error) {
 		return Indexed{Index: idx}, s.NamespaceDelete(idx, r.Names)
 	})

@@ -17,6 +17,7 @@ func (h *Handler) registerNomadCLI() {
 	h.registerJobScale()
 	h.registerAgent()
 	h.registerSearch()
+	h.registerAllocStop()
 }
 
 // jobSummary is GET /v1/job/:id/summary (Nomad's JobSummary, blocking on
