@@ -75,6 +75,9 @@ func (s *Store) JobScale(idx uint64, job *Job, eval *Evaluation, ns, jobID, grou
 	}
 	res := &JobRegisterResult{JobModifyIndex: raw.(*Job).JobModifyIndex, Version: raw.(*Job).Version, Index: idx}
 	if job != nil {
+		if err := requireNamespaceTxn(txn, job); err != nil {
+			return nil, err
+		}
 		if res, err = upsertJobTxn(txn, idx, job); err != nil {
 			return nil, err
 		}

@@ -84,7 +84,18 @@ func TestJobSummarySnapshot(t *testing.T) {
 			t.Fatalf("restored namespace: %v %+v", err, ns)
 		}
 	}
-	// A job in a namespace that does not exist is refused.
-	_, err = s.JobRegister(7, &Job{Namespace: "nope", ID: "x", TaskGroups: []*TaskGroup{{Name: "g"}}}, nil)
+	// A job in a namespace that does not exist is refused, unless the
+	// entry predates namespaces (it replays as it applied).
+	orphan := &Job{Namespace: "nope", ID: "x", TaskGroups: []*TaskGroup{{Name: "g"}}}
+	_, err = s.JobRegisterInNamespace(7, orphan, nil)
 	wantStateError(t, err, ErrInvalid, `job "x" is in nonexistent namespace "nope"`)
+	if _, j, _ := s.Job(nil, "nope", "x"); j != nil {
+		t.Fatalf("refused job stored: %+v", j)
+	}
+	if _, err := s.JobRegister(8, orphan, nil); err != nil {
+		t.Fatalf("legacy register: %v", err)
+	}
+	if _, err := s.JobRegisterInNamespace(9, &Job{Namespace: "prod", ID: "y", TaskGroups: []*TaskGroup{{Name: "g"}}}, nil); err != nil {
+		t.Fatalf("register in prod: %v", err)
+	}
 }

@@ -378,11 +378,6 @@ type JobRegisterResult struct {
 // upsertJobTxn registers job at idx: a changed spec (or a new job) becomes a
 // new version; an unchanged one keeps its version and indexes.
 func upsertJobTxn(txn *memdb.Txn, idx uint64, job *Job) (*JobRegisterResult, error) {
-	if ok, err := namespaceExistsTxn(txn, job.Namespace); err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, errorf(ErrInvalid, "job %q is in nonexistent namespace %q", job.ID, job.Namespace)
-	}
 	raw, err := txn.First(jobsTable, "id", job.Namespace, job.ID)
 	if err != nil {
 		return nil, fmt.Errorf("failed job lookup: %w", err)

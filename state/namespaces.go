@@ -64,10 +64,30 @@ func namespaceTxn(txn *memdb.Txn, name string) (<-chan struct{}, *Namespace, err
 	return ch, nil, nil
 }
 
-// NamespaceExists says whether jobs may be registered in name.
-func namespaceExistsTxn(txn *memdb.Txn, name string) (bool, error) {
-	_, ns, err := namespaceTxn(txn, name)
-	return ns != nil, err
+// requireNamespaceTxn refuses a job whose namespace does not exist, with
+// Nomad's text.
+func requireNamespaceTxn(txn *memdb.Txn, job *Job) error {
+	_, ns, err := namespaceTxn(txn, job.Namespace)
+	if err != nil {
+		return err
+	}
+	if ns == nil {
+		return errorf(ErrInvalid, "job %q is in nonexistent namespace %q", job.ID, job.Namespace)
+	}
+	return nil
+}
+
+// JobRegisterInNamespace is JobRegister for a job whose namespace must
+// exist (what the jobs endpoints write). JobRegister itself does not check:
+// log entries written before namespaces existed replay as they applied.
+func (s *Store) JobRegisterInNamespace(idx uint64, job *Job, eval *Evaluation) (*JobRegisterResult, error) {
+	txn := s.db.Txn(false)
+	err := requireNamespaceTxn(txn, job)
+	txn.Abort()
+	if err != nil {
+		return nil, err
+	}
+	return s.JobRegister(idx, job, eval)
 }
 
 // Namespaces lists the namespaces whose name starts with prefix, by name,
