@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/server/deployments/deploytest"
 	"github.com/ctlplane/ctlplane/state"
@@ -128,13 +129,13 @@ func TestWatcherDeadlinePaused(t *testing.T) {
 	job := f.RegisterJob(deploytest.Job("default", "web", "v0", deploytest.Group{Name: "web", Count: 1, ProgressDeadline: time.Minute}))
 	d, _ := f.Deploy(job)
 	ops := deployments.New(f.Deps)
-	if _, err := ops.Pause(d.ID, true, ""); err != nil {
+	if _, err := ops.Pause(acl.Internal(), d.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	startWatcher(t, f)
 	f.Clock.Advance(time.Hour)
 	stays(t, f, "paused past the deadline", status(d.ID, state.DeploymentStatusPaused))
-	if _, err := ops.Pause(d.ID, false, ""); err != nil {
+	if _, err := ops.Pause(acl.Internal(), d.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	f.Clock.Advance(59 * time.Second)
