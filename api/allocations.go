@@ -66,11 +66,34 @@ type Allocation struct {
 	PreviousAllocation string
 	NextAllocation     string
 	FollowupEvalID     string
+	RescheduleTracker  *RescheduleTracker
+	DesiredTransition  DesiredTransition
 	CreateIndex        uint64
 	ModifyIndex        uint64
 	AllocModifyIndex   uint64
 	CreateTime         int64
 	ModifyTime         int64
+}
+
+// RescheduleTracker lists the reschedules that led to an allocation.
+type RescheduleTracker struct {
+	Events []*RescheduleEvent
+}
+
+// RescheduleEvent is one reschedule (RescheduleTime in Unix nanoseconds).
+type RescheduleEvent struct {
+	RescheduleTime int64
+	PrevAllocID    string
+	PrevNodeID     string
+	Delay          time.Duration
+}
+
+// DesiredTransition is what the servers want to happen to an allocation
+// beyond its desired status.
+type DesiredTransition struct {
+	Migrate         *bool
+	Reschedule      *bool
+	ForceReschedule *bool
 }
 
 // TerminalStatus: the servers want the allocation stopped, or it ended.
@@ -112,6 +135,7 @@ type AllocationListStub struct {
 	FollowupEvalID     string
 	NextAllocation     string
 	PreviousAllocation string
+	RescheduleTracker  *RescheduleTracker
 	CreateIndex        uint64
 	ModifyIndex        uint64
 	CreateTime         int64

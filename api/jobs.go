@@ -92,8 +92,20 @@ type TaskGroup struct {
 	Count         int
 	Update        *UpdateStrategy
 	RestartPolicy *RestartPolicy
-	Meta          map[string]string
-	Tasks         []*Task
+	// ReschedulePolicy: how failed allocations of the group are replaced.
+	ReschedulePolicy *ReschedulePolicy
+	Meta             map[string]string
+	Tasks            []*Task
+}
+
+// ReschedulePolicy says how the scheduler replaces failed allocations.
+type ReschedulePolicy struct {
+	Attempts      int
+	Interval      time.Duration
+	Delay         time.Duration
+	DelayFunction string
+	MaxDelay      time.Duration
+	Unlimited     bool
 }
 
 // RestartPolicy says how a task that exits is restarted in place.

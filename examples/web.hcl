@@ -24,6 +24,15 @@ job "web" {
       mode     = "fail"
     }
 
+    reschedule {
+      attempts       = 3
+      interval       = "1h"
+      delay          = "10s"
+      delay_function = "exponential"
+      max_delay      = "1m"
+      unlimited      = false
+    }
+
     task "srv" {
       driver = "raw_exec"
 

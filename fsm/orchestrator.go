@@ -17,6 +17,9 @@ const (
 	NodeStatusType            MessageType = 25
 	AllocClientUpdateType     MessageType = 26
 	GCType                    MessageType = 27
+	// Numbered apart from the others so that types added beside it on
+	// other branches do not collide.
+	AllocDesiredTransitionType MessageType = 40
 )
 
 // Done is the answer of a write that has nothing to report but its success.
@@ -52,6 +55,14 @@ type JobStableRequest struct {
 	JobID     string
 	Version   uint64
 	Stable    bool
+}
+
+// AllocDesiredTransitionRequest sets desired transitions on allocations
+// (the deployment watcher's Reschedule, the drainer's Migrate) with the
+// evaluations that act on them.
+type AllocDesiredTransitionRequest struct {
+	Transitions map[string]state.DesiredTransition
+	Evals       []*state.Evaluation
 }
 
 // EvalUpsertRequest creates or updates evaluations.
@@ -106,6 +117,9 @@ var (
 	})
 	JobStable = define(JobStableType, "job stable", func(s *state.Store, idx uint64, r *JobStableRequest) (Indexed, error) {
 		return Indexed{Index: idx}, s.JobSetStable(idx, r.Namespace, r.JobID, r.Version, r.Stable)
+	})
+	AllocDesiredTransition = define(AllocDesiredTransitionType, "alloc desired transition", func(s *state.Store, idx uint64, r *AllocDesiredTransitionRequest) (Indexed, error) {
+		return Indexed{Index: idx}, s.AllocsDesiredTransition(idx, r.Transitions, r.Evals)
 	})
 	EvalUpsert = define(EvalUpsertType, "eval upsert", func(s *state.Store, idx uint64, r *EvalUpsertRequest) (Done, error) {
 		return Done{}, s.EvalsUpsert(idx, r.Evals)

@@ -22,6 +22,15 @@ type identity struct {
 	secret string
 }
 
+// caller is the identity as the domain services take it.
+func (id *identity) caller() acl.Caller {
+	c := acl.Caller{Authz: id.authz}
+	if id.token != nil {
+		c.AccessorID = id.token.AccessorID
+	}
+	return c
+}
+
 // namespace is the token's namespace: step 3 of namespace resolution.
 func (id *identity) namespace() string {
 	if id.token == nil {

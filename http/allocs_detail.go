@@ -16,7 +16,6 @@ type allocDetail struct {
 	TaskResources      map[string]*allocResources
 	AllocatedResources *allocatedResources
 	Metrics            *allocMetric
-	DesiredTransition  struct{}
 }
 
 // allocResources is Nomad's (deprecated, still read) Resources block.

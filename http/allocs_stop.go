@@ -7,12 +7,11 @@ import (
 
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/gorilla/mux"
-	"github.com/hashicorp/go-memdb"
 )
 
 // AllocStopService is what the allocation stop endpoint calls.
 type AllocStopService interface {
-	StopAlloc(allocID string) (evalID string, index uint64, err error)
+	StopAlloc(caller acl.Caller, allocID string) (evalID string, index uint64, err error)
 }
 
 func (h *Handler) registerAllocStop() {
@@ -44,17 +43,7 @@ func (h *Handler) allocStop(w http.ResponseWriter, r *http.Request) (any, error)
 	if !isUUID(allocID) {
 		return nil, badRequest("Invalid allocation ID %q: a 36-character UUID is required", allocID)
 	}
-	_, alloc, err := h.backend.State().Alloc(memdb.NewWatchSet(), allocID)
-	if err != nil {
-		return nil, err
-	}
-	if alloc == nil {
-		return nil, notFound(`Unknown allocation "` + allocID + `"`)
-	}
-	if !id.authz.NamespaceCapability(alloc.Namespace, acl.CapAllocLifecycle) {
-		return nil, errNodeDenied
-	}
-	evalID, index, err := stopper.StopAlloc(allocID)
+	evalID, index, err := stopper.StopAlloc(id.caller(), allocID)
 	if err != nil {
 		return nil, err
 	}

@@ -40,15 +40,6 @@ func (h *Handler) deploymentIdentity(r *http.Request) (*identity, error) {
 	return id, err
 }
 
-// deploymentCaller is the AccessorID of the caller's token ("" with ACLs
-// off), recorded in the deployment's history.
-func deploymentCaller(id *identity) string {
-	if id.token == nil {
-		return ""
-	}
-	return id.token.AccessorID
-}
-
 // errDeploymentNotFound is the answer for a well-formed ID that names nothing.
 var errDeploymentNotFound = &apiError{code: http.StatusNotFound, msg: "deployment not found"}
 
@@ -81,6 +72,7 @@ type allocStub struct {
 	FollowupEvalID     string
 	NextAllocation     string
 	PreviousAllocation string
+	RescheduleTracker  *state.RescheduleTracker
 	CreateIndex        uint64
 	ModifyIndex        uint64
 	CreateTime         int64
@@ -101,7 +93,8 @@ func newAllocStub(a *state.Allocation) allocStub {
 		DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
 		ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription, TaskStates: a.TaskStates,
 		FollowupEvalID: a.FollowupEvalID, NextAllocation: a.NextAllocation, PreviousAllocation: a.PreviousAllocation,
-		CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+		RescheduleTracker: a.RescheduleTracker,
+		CreateIndex:       a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
 	}
 	if ds := a.DeploymentStatus; ds != nil {
 		s.DeploymentStatus = &allocDeploymentStatus{Healthy: ds.Healthy, Canary: ds.Canary, Timestamp: ds.Timestamp, ModifyIndex: ds.ModifyIndex}
@@ -144,7 +137,8 @@ type deploymentQueryFunc func(ws memdb.WatchSet, s *state.Store, id string) (uin
 
 // deploymentQuery is the shape of the one-deployment reads: a full UUID in
 // the path, a blocking query, the read headers (also on a 404), 404 for an
-// unknown deployment and 403 without read-job in its namespace.
+// unknown deployment and 403 without read-job in its namespace (without
+// headers, and before any wait).
 func (h *Handler) deploymentQuery(w http.ResponseWriter, r *http.Request, query deploymentQueryFunc, result func() any) (any, error) {
 	depID, err := pathID(r, "deployment")
 	if err != nil {
@@ -158,9 +152,16 @@ func (h *Handler) deploymentQuery(w http.ResponseWriter, r *http.Request, query 
 	if err != nil {
 		return nil, err
 	}
+	caller := ident.caller()
 	var d *state.Deployment
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, got, err := query(ws, s, depID)
+		if err == nil && got != nil {
+			// Authorized on every read, before any wait: a caller who may
+			// not read the deployment neither waits on it nor learns its
+			// index.
+			err = caller.RequireNamespace(got.Namespace, acl.CapReadJob)
+		}
 		d = got
 		return idx, err
 	})
@@ -170,9 +171,6 @@ func (h *Handler) deploymentQuery(w http.ResponseWriter, r *http.Request, query 
 	setMeta(w, r, meta)
 	if d == nil {
 		return nil, errDeploymentNotFound
-	}
-	if !ident.authz.NamespaceCapability(d.Namespace, acl.CapReadJob) {
-		return nil, errDeploymentDenied
 	}
 	return result(), nil
 }
@@ -234,11 +232,10 @@ type deploymentActionResponse struct {
 
 // deploymentWrite is the shape of every control operation: a full UUID in
 // the path, the body (optional when emptyOK) decoded strictly into body
-// with a DeploymentID that must match the path, 404 for an unknown
-// deployment, submit-job in its namespace, then the operation (501 when
-// this server has no deployment service).
+// with a DeploymentID that must match the path, then the operation, which
+// checks the caller itself (501 when this server has no deployment service).
 func (h *Handler) deploymentWrite(w http.ResponseWriter, r *http.Request, what string, body any, bodyID *string, emptyOK bool,
-	op func(svc DeploymentService, id, accessorID string) (*state.DeploymentActionResult, error), reverted bool) (any, error) {
+	op func(svc DeploymentService, caller acl.Caller, id string) (*state.DeploymentActionResult, error), reverted bool) (any, error) {
 	depID, err := pathID(r, "deployment")
 	if err != nil {
 		return nil, err
@@ -253,21 +250,11 @@ func (h *Handler) deploymentWrite(w http.ResponseWriter, r *http.Request, what s
 	if *bodyID != "" && *bodyID != depID {
 		return nil, badRequest("Deployment ID does not match")
 	}
-	_, d, err := h.backend.State().Deployment(nil, depID)
-	if err != nil {
-		return nil, err
-	}
-	if d == nil {
-		return nil, errDeploymentNotFound
-	}
-	if !ident.authz.NamespaceCapability(d.Namespace, acl.CapSubmitJob) {
-		return nil, errDeploymentDenied
-	}
 	svc := h.services.Deployments
 	if svc == nil {
 		return nil, &apiError{code: http.StatusNotImplemented, msg: "deployment operations are not available on this server"}
 	}
-	res, err := op(svc, depID, deploymentCaller(ident))
+	res, err := op(svc, ident.caller(), depID)
 	if err != nil {
 		return nil, err
 	}
@@ -311,39 +298,39 @@ func decodeDeploymentBody(r *http.Request, what string, out any, emptyOK bool) e
 func (h *Handler) deploymentFail(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req deploymentIDRequest
 	return h.deploymentWrite(w, r, "DeploymentFailRequest", &req, &req.DeploymentID, true,
-		func(s DeploymentService, id, accessor string) (*state.DeploymentActionResult, error) {
-			return s.Fail(id, accessor)
+		func(s DeploymentService, caller acl.Caller, id string) (*state.DeploymentActionResult, error) {
+			return s.Fail(caller, id)
 		}, true)
 }
 
 func (h *Handler) deploymentPause(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req deploymentPauseRequest
 	return h.deploymentWrite(w, r, "DeploymentPauseRequest", &req, &req.DeploymentID, false,
-		func(s DeploymentService, id, accessor string) (*state.DeploymentActionResult, error) {
-			return s.Pause(id, req.Pause, accessor)
+		func(s DeploymentService, caller acl.Caller, id string) (*state.DeploymentActionResult, error) {
+			return s.Pause(caller, id, req.Pause)
 		}, false)
 }
 
 func (h *Handler) deploymentPromote(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req deploymentPromoteRequest
 	return h.deploymentWrite(w, r, "DeploymentPromoteRequest", &req, &req.DeploymentID, false,
-		func(s DeploymentService, id, accessor string) (*state.DeploymentActionResult, error) {
-			return s.Promote(id, req.All, req.Groups, accessor)
+		func(s DeploymentService, caller acl.Caller, id string) (*state.DeploymentActionResult, error) {
+			return s.Promote(caller, id, req.All, req.Groups)
 		}, false)
 }
 
 func (h *Handler) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req deploymentAllocHealthRequest
 	return h.deploymentWrite(w, r, "DeploymentAllocHealthRequest", &req, &req.DeploymentID, false,
-		func(s DeploymentService, id, accessor string) (*state.DeploymentActionResult, error) {
-			return s.SetAllocHealth(id, req.HealthyAllocationIDs, req.UnhealthyAllocationIDs, accessor)
+		func(s DeploymentService, caller acl.Caller, id string) (*state.DeploymentActionResult, error) {
+			return s.SetAllocHealth(caller, id, req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
 		}, true)
 }
 
 func (h *Handler) deploymentUnblock(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req deploymentIDRequest
 	return h.deploymentWrite(w, r, "DeploymentUnblockRequest", &req, &req.DeploymentID, true,
-		func(s DeploymentService, id, accessor string) (*state.DeploymentActionResult, error) {
-			return s.Unblock(id, accessor)
+		func(s DeploymentService, caller acl.Caller, id string) (*state.DeploymentActionResult, error) {
+			return s.Unblock(caller, id)
 		}, false)
 }

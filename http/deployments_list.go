@@ -110,7 +110,7 @@ func (h *Handler) deploymentList(w http.ResponseWriter, r *http.Request) (any, e
 
 // paginate reads one page: it walks the list (by CreateIndex then ID, or
 // by ID with a prefix), reversed when asked, from the token on, and keeps
-// what passes the filter, then the namespace permission, until the page is
+// what passes the namespace permission, then the filter, until the page is
 // full. next is the ID of the first deployment of the next page ("" on the
 // last page).
 func (o *deploymentListOptions) paginate(ws memdb.WatchSet, s *state.Store, authz *acl.Authorizer) (uint64, []*state.Deployment, string, error) {
@@ -119,6 +119,12 @@ func (o *deploymentListOptions) paginate(ws memdb.WatchSet, s *state.Store, auth
 	out := []*state.Deployment{}
 	next := ""
 	idx, err := s.DeploymentsWalk(ws, q, func(d *state.Deployment) (bool, error) {
+		// The namespace permission first: the filter must see only what
+		// the caller may read, or its answer (a match, or a 400 from an
+		// evaluation error) would tell of deployments the caller cannot see.
+		if o.namespace == state.AllNamespaces && !authz.NamespaceCapability(d.Namespace, acl.CapReadJob) {
+			return true, nil
+		}
 		if o.filter != nil {
 			ok, err := o.filter.Evaluate(d)
 			if err != nil {
@@ -127,9 +133,6 @@ func (o *deploymentListOptions) paginate(ws memdb.WatchSet, s *state.Store, auth
 			if !ok {
 				return true, nil
 			}
-		}
-		if o.namespace == state.AllNamespaces && !authz.NamespaceCapability(d.Namespace, acl.CapReadJob) {
-			return true, nil
 		}
 		if o.perPage > 0 && len(out) == o.perPage {
 			next = d.ID

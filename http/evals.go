@@ -90,10 +90,15 @@ func (h *Handler) evalReadNS(w http.ResponseWriter, r *http.Request, more func(w
 	if err != nil {
 		return nil, err
 	}
+	caller := id.caller()
 	var eval *state.Evaluation
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, e, err := s.Eval(ws, evalID)
 		eval = e
+		if err == nil && e != nil {
+			// Before any wait, and without index headers on a refusal.
+			err = caller.RequireNamespace(e.Namespace, acl.CapReadJob)
+		}
 		if err != nil || e == nil || more == nil {
 			return idx, err
 		}
@@ -106,9 +111,6 @@ func (h *Handler) evalReadNS(w http.ResponseWriter, r *http.Request, more func(w
 	setMeta(w, r, meta)
 	if eval == nil {
 		return nil, notFound("eval not found")
-	}
-	if !id.authz.NamespaceCapability(eval.Namespace, acl.CapReadJob) {
-		return nil, jobDenied
 	}
 	return eval, nil
 }

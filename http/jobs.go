@@ -272,10 +272,7 @@ func (h *Handler) jobRegister(w http.ResponseWriter, r *http.Request) (any, erro
 	if pathID, ok := mux.Vars(r)["job"]; ok && job.ID != pathID {
 		return nil, badRequest("Job ID does not match name")
 	}
-	if job.Namespace != target && !id.authz.NamespaceCapability(job.Namespace, acl.CapSubmitJob) {
-		return nil, jobDenied
-	}
-	res, err := h.services.Jobs.Register(job, state.JobRegisterOptions{
+	res, err := h.services.Jobs.Register(id.caller(), job, state.JobRegisterOptions{
 		EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex,
 		PreserveCounts: req.PreserveCounts, EvalPriority: req.EvalPriority,
 	})
@@ -294,23 +291,21 @@ func setWriteIndex(w http.ResponseWriter, r *http.Request, index uint64) {
 	}
 }
 
-// jobWriteTarget resolves identity, namespace and submit-job for a write on
-// the path's job; body is the namespace a body named ("" for none).
-func (h *Handler) jobWriteTarget(r *http.Request, body string) (ns, jobID string, err error) {
+// jobWriteTarget resolves the caller and namespace of a write on the path's
+// job (the jobs service checks submit-job there); body is the namespace a
+// body named ("" for none).
+func (h *Handler) jobWriteTarget(r *http.Request, body string) (caller acl.Caller, ns, jobID string, err error) {
 	id, err := h.jobIdentity(r)
 	if err != nil {
-		return "", "", err
+		return caller, "", "", err
 	}
 	if q := r.URL.Query().Get("namespace"); q != "" {
 		body = q
 	}
 	if ns, err = resolveNamespace(r, body, id, false); err != nil {
-		return "", "", err
+		return caller, "", "", err
 	}
-	if !id.authz.NamespaceCapability(ns, acl.CapSubmitJob) {
-		return "", "", jobDenied
-	}
-	return ns, mux.Vars(r)["job"], nil
+	return id.caller(), ns, mux.Vars(r)["job"], nil
 }
 
 func (h *Handler) jobDeregister(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -331,11 +326,11 @@ func (h *Handler) jobDeregister(w http.ResponseWriter, r *http.Request) (any, er
 			return nil, badRequest("Failed to parse value of %q (%v) as an integer", "eval_priority", v)
 		}
 	}
-	ns, jobID, err := h.jobWriteTarget(r, "")
+	caller, ns, jobID, err := h.jobWriteTarget(r, "")
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.services.Jobs.Deregister(ns, jobID, purge, evalPriority)
+	res, err := h.services.Jobs.Deregister(caller, ns, jobID, purge, evalPriority)
 	if err != nil {
 		return nil, err
 	}
@@ -381,11 +376,11 @@ func (h *Handler) jobStable(w http.ResponseWriter, r *http.Request) (any, error)
 	if err := jobBodyID(r, req.JobID); err != nil {
 		return nil, err
 	}
-	ns, jobID, err := h.jobWriteTarget(r, req.Namespace)
+	caller, ns, jobID, err := h.jobWriteTarget(r, req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.services.Jobs.SetStable(ns, jobID, req.JobVersion, req.Stable)
+	res, err := h.services.Jobs.SetStable(caller, ns, jobID, req.JobVersion, req.Stable)
 	if err != nil {
 		return nil, err
 	}
@@ -414,11 +409,11 @@ func (h *Handler) jobRevert(w http.ResponseWriter, r *http.Request) (any, error)
 	if req.ConsulToken != "" || req.VaultToken != "" {
 		return nil, badRequest("ConsulToken and VaultToken are not supported")
 	}
-	ns, jobID, err := h.jobWriteTarget(r, req.Namespace)
+	caller, ns, jobID, err := h.jobWriteTarget(r, req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.services.Jobs.Revert(ns, jobID, req.JobVersion, req.EnforcePriorVersion)
+	res, err := h.services.Jobs.Revert(caller, ns, jobID, req.JobVersion, req.EnforcePriorVersion)
 	if err != nil {
 		return nil, err
 	}

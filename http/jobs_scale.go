@@ -12,7 +12,7 @@ import (
 
 // JobScaleService is what the scale endpoint calls, beside JobService.
 type JobScaleService interface {
-	Scale(req *jobs.ScaleRequest) (*state.JobWriteResult, error)
+	Scale(caller acl.Caller, req *jobs.ScaleRequest) (*state.JobWriteResult, error)
 }
 
 func (h *Handler) registerJobScale() {
@@ -58,10 +58,7 @@ func (h *Handler) jobScale(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if !id.authz.NamespaceCapability(ns, acl.CapScaleJob) && !id.authz.NamespaceCapability(ns, acl.CapSubmitJob) {
-		return nil, jobDenied
-	}
-	res, err := scaler.Scale(&jobs.ScaleRequest{
+	res, err := scaler.Scale(id.caller(), &jobs.ScaleRequest{
 		Namespace: ns, JobID: jobID, Group: req.Target["Group"], Count: req.Count,
 		Message: req.Message, Error: req.Error, Meta: req.Meta, JobModifyIndex: req.JobModifyIndex,
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
@@ -11,8 +12,8 @@ import (
 
 // NamespaceService is what Nomad's namespace endpoints call.
 type NamespaceService interface {
-	Upsert(ns *state.Namespace) (uint64, error)
-	Delete(name string) (uint64, error)
+	Upsert(caller acl.Caller, ns *state.Namespace) (uint64, error)
+	Delete(caller acl.Caller, name string) (uint64, error)
 }
 
 func (h *Handler) registerNamespaces() {
@@ -100,17 +101,14 @@ func (h *Handler) namespaceRead(w http.ResponseWriter, r *http.Request) (any, er
 	return out, nil
 }
 
-// namespaceAdmin resolves a namespace write's caller: management or
-// operator:write.
-func (h *Handler) namespaceAdmin(r *http.Request) error {
+// namespaceCaller resolves a namespace write's caller (the service
+// checks it: management or operator:write).
+func (h *Handler) namespaceCaller(r *http.Request) (acl.Caller, error) {
 	id, err := h.jobIdentity(r)
 	if err != nil {
-		return err
+		return acl.Caller{}, err
 	}
-	if !id.authz.IsManagement() && !id.authz.OperatorWrite() {
-		return jobDenied
-	}
-	return nil
+	return id.caller(), nil
 }
 
 // namespaceBody is Nomad's Namespace as its client sends it; the
@@ -140,10 +138,11 @@ func (h *Handler) namespaceUpsert(w http.ResponseWriter, r *http.Request) (any, 
 	if name, ok := mux.Vars(r)["name"]; ok && body.Name != name {
 		return nil, badRequest("Namespace name does not match request path")
 	}
-	if err := h.namespaceAdmin(r); err != nil {
+	caller, err := h.namespaceCaller(r)
+	if err != nil {
 		return nil, err
 	}
-	idx, err := h.services.Namespaces.Upsert(&state.Namespace{Name: body.Name, Description: body.Description, Meta: body.Meta})
+	idx, err := h.services.Namespaces.Upsert(caller, &state.Namespace{Name: body.Name, Description: body.Description, Meta: body.Meta})
 	if err != nil {
 		return nil, err
 	}
@@ -153,10 +152,11 @@ func (h *Handler) namespaceUpsert(w http.ResponseWriter, r *http.Request) (any, 
 
 // namespaceDelete is DELETE /v1/namespace/:name.
 func (h *Handler) namespaceDelete(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := h.namespaceAdmin(r); err != nil {
+	caller, err := h.namespaceCaller(r)
+	if err != nil {
 		return nil, err
 	}
-	idx, err := h.services.Namespaces.Delete(mux.Vars(r)["name"])
+	idx, err := h.services.Namespaces.Delete(caller, mux.Vars(r)["name"])
 	if err != nil {
 		return nil, err
 	}

@@ -175,22 +175,23 @@ func (h *Handler) allocRead(w http.ResponseWriter, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	caller := id.caller()
 	var alloc *allocDetail
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, a, err := readAllocDetail(ws, s, allocID)
+		if err == nil && a != nil {
+			// Before any wait, and without index headers on a refusal.
+			err = caller.RequireNamespace(a.Namespace, acl.CapReadJob)
+		}
 		alloc = a
 		return idx, err
 	})
 	if err != nil {
 		return nil, err
 	}
+	setMeta(w, r, meta)
 	if alloc == nil {
-		setMeta(w, r, meta)
 		return nil, notFound("alloc not found")
 	}
-	if !id.authz.NamespaceCapability(alloc.Namespace, acl.CapReadJob) {
-		return nil, errNodeDenied
-	}
-	setMeta(w, r, meta)
 	return alloc, nil
 }

@@ -1,6 +1,15 @@
 package http_test
 
-import "net/http"
+import (
+	"net/http"
+	"reflect"
+	"testing"
+
+	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/namespaces"
+	"github.com/ctlplane/ctlplane/state"
+)
 
 // needNSAdmin: Nomad namespace writes (management or operator:write),
 // refused with Nomad's "Permission denied".
@@ -33,4 +42,34 @@ func nomadCLIMatrixRows() []acxEndpoint {
 		)
 	}
 	return rows
+}
+
+// TestNomadCLIServicesCheckTheirCaller: scale, allocation stop and the
+// namespace writes refuse a caller without the capability when called
+// directly, not only through HTTP, and change nothing.
+func TestNomadCLIServicesCheckTheirCaller(t *testing.T) {
+	w := newAuthzWorld(t)
+	js := jobs.New(w.f.Deps)
+	nss := namespaces.New(w.f.Deps)
+	reader := acl.NewAuthorizer([]*acl.Rules{mustRules(t, `namespace "prod" { policy = "read" }`)})
+	writer := acl.NewAuthorizer([]*acl.Rules{mustRules(t, `namespace "default" { policy = "write" }`)})
+	before := w.f.Server.State().Counts()
+	for name, caller := range map[string]acl.Caller{"zero caller": {}, "reader": {Authz: reader}, "other ns": {Authz: writer}} {
+		for op, call := range map[string]func() error{
+			"scale": func() error {
+				_, err := js.Scale(caller, &jobs.ScaleRequest{Namespace: "prod", JobID: "api", Group: "g", Count: new(int64(3))})
+				return err
+			},
+			"alloc stop":       func() error { _, _, err := js.StopAlloc(caller, w.prodAlloc); return err },
+			"namespace upsert": func() error { _, err := nss.Upsert(caller, &state.Namespace{Name: "dev"}); return err },
+			"namespace delete": func() error { _, err := nss.Delete(caller, "prod"); return err },
+		} {
+			if err := call(); !acl.IsPermissionDenied(err) {
+				t.Errorf("%s %s: got %v, want Permission denied", name, op, err)
+			}
+		}
+	}
+	if after := w.f.Server.State().Counts(); !reflect.DeepEqual(before, after) {
+		t.Errorf("refused calls changed the state: %v, then %v", before, after)
+	}
 }

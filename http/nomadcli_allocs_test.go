@@ -120,7 +120,8 @@ func TestAllocStopNomadClient(t *testing.T) {
 		t.Fatalf("Stop: %v %+v", err, resp)
 	}
 	stopped, _, err := c.Allocations().Info(first.ID, nil)
-	if err != nil || stopped.DesiredStatus != "stop" || stopped.DesiredDescription != "alloc is being migrated" || stopped.ModifyIndex != resp.LastIndex {
+	if err != nil || stopped.DesiredStatus != "stop" || stopped.DesiredDescription != "alloc is being migrated" ||
+		stopped.DesiredTransition.Migrate == nil || !*stopped.DesiredTransition.Migrate || stopped.ModifyIndex != resp.LastIndex {
 		t.Fatalf("stopped allocation: %v %+v", err, stopped)
 	}
 	eval, _, err := c.Evaluations().Info(resp.EvalID, nil)

@@ -24,6 +24,8 @@ func (s *Store) AllocStop(idx uint64, allocID string, eval *Evaluation, now int6
 		c := a.Copy()
 		c.DesiredStatus = AllocDesiredStatusStop
 		c.DesiredDescription = AllocDescMigrating
+		migrate := true
+		c.DesiredTransition.Migrate = &migrate // as Nomad records it
 		c.ModifyIndex, c.AllocModifyIndex, c.ModifyTime = idx, idx, now
 		if err := txn.Insert(allocsTable, c); err != nil {
 			return nil, fmt.Errorf("failed updating allocation: %w", err)

@@ -69,12 +69,15 @@ type Allocation struct {
 	NextAllocation     string
 	// FollowupEvalID is the evaluation that will replace this allocation
 	// after it failed.
-	FollowupEvalID   string
-	CreateIndex      uint64
-	ModifyIndex      uint64
-	AllocModifyIndex uint64
-	CreateTime       int64
-	ModifyTime       int64
+	FollowupEvalID string
+	// RescheduleTracker lists the reschedules that led to this allocation.
+	RescheduleTracker *RescheduleTracker
+	DesiredTransition DesiredTransition
+	CreateIndex       uint64
+	ModifyIndex       uint64
+	AllocModifyIndex  uint64
+	CreateTime        int64
+	ModifyTime        int64
 }
 
 // AllocDeploymentStatus is an allocation's health as its deployment sees it.
@@ -162,6 +165,7 @@ func (a *Allocation) Copy() *Allocation {
 		ds := *a.DeploymentStatus
 		c.DeploymentStatus = &ds
 	}
+	c.RescheduleTracker = a.RescheduleTracker.Copy()
 	return &c
 }
 
@@ -397,13 +401,30 @@ func refreshJobStatusTxn(txn *memdb.Txn, idx uint64, ns, jobID string) error {
 			break
 		}
 	}
+	evals, err := listTxn[Evaluation](txn, nil, evalsTable, "job", ns, jobID)
+	if err != nil {
+		return err
+	}
+	waiting := false
+	for _, e := range evals {
+		if !e.Terminal() {
+			waiting = true
+			break
+		}
+	}
+	// Nomad's getJobStatus: running while an allocation is not terminal,
+	// pending while an evaluation is (a delayed reschedule, a blocked
+	// placement), dead once it had either and both are over. A stopped
+	// job is dead as soon as nothing runs.
 	status := JobStatusPending
 	switch {
 	case live:
 		status = JobStatusRunning
 	case job.Stop:
 		status = JobStatusDead
-	case len(allocs) > 0:
+	case waiting:
+		status = JobStatusPending
+	case len(allocs) > 0 || len(evals) > 0:
 		status = JobStatusDead
 	}
 	return setJobStatusTxn(txn, idx, ns, jobID, status)

@@ -131,8 +131,16 @@ func (s *Store) EvalsModifiedSince(ws memdb.WatchSet, index uint64) (uint64, []*
 func (s *Store) EvalsUpsert(idx uint64, evals []*Evaluation) error {
 	txn := s.orchTxn()
 	defer txn.Abort()
+	jobs := map[[2]string]bool{}
 	for _, e := range evals {
 		if err := upsertEvalTxn(txn, idx, e); err != nil {
+			return err
+		}
+		jobs[[2]string{e.Namespace, e.JobID}] = true
+	}
+	// An evaluation's status is part of its job's (pending while one waits).
+	for k := range jobs {
+		if err := refreshJobStatusTxn(txn, idx, k[0], k[1]); err != nil {
 			return err
 		}
 	}

@@ -97,12 +97,13 @@ type MultiregionRegion struct {
 
 // TaskGroup is a set of tasks placed together as one allocation.
 type TaskGroup struct {
-	Name          string
-	Count         int
-	Update        *UpdateStrategy
-	RestartPolicy *RestartPolicy
-	Meta          map[string]string
-	Tasks         []*Task
+	Name             string
+	Count            int
+	Update           *UpdateStrategy
+	RestartPolicy    *RestartPolicy
+	ReschedulePolicy *ReschedulePolicy
+	Meta             map[string]string
+	Tasks            []*Task
 }
 
 // RestartPolicy says how a task that exits is restarted in place.

@@ -24,7 +24,19 @@ type Plan struct {
 	// Deployment is a deployment the plan creates.
 	Deployment        *Deployment
 	DeploymentUpdates []*DeploymentStatusUpdate
-	Now               int64
+	// FollowupEvals are evaluations the plan creates for later (delayed
+	// reschedules: WaitUntil set), and Followups link failed allocations
+	// to them, so that no later evaluation creates another.
+	FollowupEvals []*Evaluation
+	Followups     []*AllocFollowup
+	Now           int64
+}
+
+// AllocFollowup links a failed allocation to the evaluation that will
+// replace it once its reschedule delay has passed.
+type AllocFollowup struct {
+	AllocID        string
+	FollowupEvalID string
 }
 
 // AllocStop tells an allocation to stop.
@@ -48,7 +60,7 @@ type AllocInPlace struct {
 // IsNoOp says whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
 	return len(p.Placements) == 0 && len(p.Stops) == 0 && len(p.InPlace) == 0 &&
-		p.Deployment == nil && len(p.DeploymentUpdates) == 0
+		p.Deployment == nil && len(p.DeploymentUpdates) == 0 && len(p.FollowupEvals) == 0 && len(p.Followups) == 0
 }
 
 // PlanResult says whether a plan was applied, and at which index.
@@ -108,6 +120,24 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
 		if err := txn.Insert(allocsTable, a); err != nil {
 			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		}
+	}
+	for _, fu := range p.Followups {
+		raw, _ := txn.First(allocsTable, "id", fu.AllocID)
+		a := raw.(*Allocation).Copy()
+		a.FollowupEvalID = fu.FollowupEvalID
+		// ModifyTime stays: it is the failure time a delay counts from
+		// when the client reported no task times.
+		a.ModifyIndex = idx
+		if err := txn.Insert(allocsTable, a); err != nil {
+			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		}
+	}
+	for _, e := range p.FollowupEvals {
+		ev := *e
+		ev.CreateTime, ev.ModifyTime = p.Now, p.Now
+		if err := upsertEvalTxn(txn, idx, &ev); err != nil {
+			return nil, err
 		}
 	}
 	for _, ip := range p.InPlace {
@@ -187,7 +217,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 			return nil, err
 		}
 	}
-	if len(p.Placements)+len(p.Stops)+len(p.InPlace) > 0 {
+	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups) > 0 {
 		if err := setIndex(txn, allocsTable, idx); err != nil {
 			return nil, err
 		}
@@ -250,6 +280,19 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 			return fmt.Sprintf("allocation %s is gone", st.AllocID), nil
 		}
 		stopping[st.AllocID] = true
+	}
+	for _, fu := range p.Followups {
+		raw, err := txn.First(allocsTable, "id", fu.AllocID)
+		if err != nil {
+			return "", fmt.Errorf("failed allocation lookup: %w", err)
+		}
+		if raw == nil {
+			return fmt.Sprintf("allocation %s is gone", fu.AllocID), nil
+		}
+		// Another evaluation took care of it meanwhile.
+		if a := raw.(*Allocation); a.FollowupEvalID != "" || a.NextAllocation != "" {
+			return fmt.Sprintf("allocation %s already has a follow-up", fu.AllocID), nil
+		}
 	}
 	for _, ip := range p.InPlace {
 		raw, err := txn.First(allocsTable, "id", ip.AllocID)

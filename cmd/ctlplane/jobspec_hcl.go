@@ -21,6 +21,7 @@ import (
 //	  group "app" {
 //	    count = 3
 //	    restart { attempts = 2  interval = "30m"  delay = "15s"  mode = "fail" }
+//	    reschedule { attempts = 3  interval = "1h"  delay = "30s"  delay_function = "constant"  unlimited = false }
 //	    task "srv" {
 //	      driver = "raw_exec"
 //	      config { command = "/bin/sleep"  args = ["3600"] }
@@ -52,6 +53,10 @@ var (
 	hclGroupFields   = map[string]hclField{"count": {"Count", "int"}}
 	hclRestartFields = map[string]hclField{
 		"attempts": {"Attempts", "int"}, "interval": {"Interval", "duration"}, "delay": {"Delay", "duration"}, "mode": {"Mode", "string"},
+	}
+	hclRescheduleFields = map[string]hclField{
+		"attempts": {"Attempts", "int"}, "interval": {"Interval", "duration"}, "delay": {"Delay", "duration"},
+		"delay_function": {"DelayFunction", "string"}, "max_delay": {"MaxDelay", "duration"}, "unlimited": {"Unlimited", "bool"},
 	}
 	hclTaskFields = map[string]hclField{
 		"driver": {"Driver", "string"}, "kill_timeout": {"KillTimeout", "duration"}, "kill_signal": {"KillSignal", "string"},
@@ -124,6 +129,10 @@ func hclJob(b *hclsyntax.Block) (map[string]any, error) {
 			if job["Update"], err = hclSimpleBlock(sub, hclUpdateFields); err != nil {
 				return nil, err
 			}
+		case "reschedule":
+			if job["Reschedule"], err = hclSimpleBlock(sub, hclRescheduleFields); err != nil {
+				return nil, err
+			}
 		case "meta":
 			if job["Meta"], err = hclMap(sub); err != nil {
 				return nil, err
@@ -160,6 +169,10 @@ func hclGroup(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "restart":
 			if g["RestartPolicy"], err = hclSimpleBlock(sub, hclRestartFields); err != nil {
+				return nil, err
+			}
+		case "reschedule":
+			if g["ReschedulePolicy"], err = hclSimpleBlock(sub, hclRescheduleFields); err != nil {
 				return nil, err
 			}
 		case "meta":

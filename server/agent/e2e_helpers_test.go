@@ -19,6 +19,8 @@ type jobSpec struct {
 	update      map[string]any
 	config      map[string]any
 	multiregion bool
+	// group adds fields to the group (RestartPolicy, ReschedulePolicy, …).
+	group map[string]any
 }
 
 func (j jobSpec) body() string {
@@ -33,6 +35,9 @@ func (j jobSpec) body() string {
 	}
 	if j.update != nil {
 		group["Update"] = j.update
+	}
+	for k, v := range j.group {
+		group[k] = v
 	}
 	job := map[string]any{"ID": "web", "Datacenters": []string{"dc1"}, "TaskGroups": []any{group}}
 	if j.multiregion {

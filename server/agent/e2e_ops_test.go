@@ -188,11 +188,12 @@ func TestE2EAutoPromote(t *testing.T) {
 	waitLive(t, ts, map[uint64]int{1: 2})
 }
 
-// A version whose task cannot start is unhealthy: the watcher fails the
-// deployment and, with AutoRevert, rolls back to the stable version.
+// A version whose task cannot start is unhealthy: without a progress
+// deadline the watcher fails the deployment at once and, with AutoRevert,
+// rolls back to the stable version.
 func TestE2EAutoRevert(t *testing.T) {
 	ts := devAgent(t)
-	auto := update(map[string]any{"AutoRevert": true})
+	auto := update(map[string]any{"AutoRevert": true, "ProgressDeadline": 0})
 	register(t, ts, jobSpec{count: 2, update: auto})
 	waitDeployment(t, ts, 0, "successful", status(state.DeploymentStatusSuccessful))
 	register(t, ts, jobSpec{count: 2, update: auto, config: map[string]any{"start_error": "no such image"}})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -40,9 +41,22 @@ func opCause(op, accessorID string) state.DeploymentCause {
 	return state.DeploymentCause{Kind: "operation", Operation: op, AccessorID: accessorID}
 }
 
-// active looks the deployment up: unknown is 404, terminal is 409 with
+// active looks the deployment up (see authorized); terminal is 409 with
 // Nomad's text for the operation.
-func (s *Service) active(id, terminalMsg string) (*state.Store, *state.Deployment, error) {
+func (s *Service) active(caller acl.Caller, id, terminalMsg string) (*state.Store, *state.Deployment, error) {
+	st, d, err := s.authorized(caller, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := activeOrConflict(d, terminalMsg); err != nil {
+		return nil, nil, err
+	}
+	return st, d, nil
+}
+
+// authorized looks the deployment up: unknown is 404, a caller without
+// submit-job in its namespace 403.
+func (s *Service) authorized(caller acl.Caller, id string) (*state.Store, *state.Deployment, error) {
 	st := s.deps.State()
 	_, d, err := st.Deployment(nil, id)
 	if err != nil {
@@ -51,16 +65,23 @@ func (s *Service) active(id, terminalMsg string) (*state.Store, *state.Deploymen
 	if d == nil {
 		return nil, nil, state.NewError(state.ErrNotFound, "deployment not found")
 	}
-	if !d.Active() {
-		return nil, nil, state.NewError(state.ErrConflict, "%s", terminalMsg)
+	if err := caller.RequireNamespace(d.Namespace, acl.CapSubmitJob); err != nil {
+		return nil, nil, err
 	}
 	return st, d, nil
 }
 
+func activeOrConflict(d *state.Deployment, terminalMsg string) error {
+	if !d.Active() {
+		return state.NewError(state.ErrConflict, "%s", terminalMsg)
+	}
+	return nil
+}
+
 // Fail marks a deployment failed, rolling back to the latest stable job
 // version when a group has AutoRevert and that version differs.
-func (s *Service) Fail(id, accessorID string) (*Result, error) {
-	st, d, err := s.active(id, "can't fail terminal deployment")
+func (s *Service) Fail(caller acl.Caller, id string) (*Result, error) {
+	st, d, err := s.active(caller, id, "can't fail terminal deployment")
 	if err != nil {
 		return nil, err
 	}
@@ -72,37 +93,37 @@ func (s *Service) Fail(id, accessorID string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.setStatus(d, state.DeploymentStatusFailed, desc, job, eval, opCause(OpFail, accessorID))
+	return s.setStatus(d, state.DeploymentStatusFailed, desc, job, eval, opCause(OpFail, caller.AccessorID))
 }
 
 // Pause pauses (no evaluation) or resumes (with one) a deployment.
-func (s *Service) Pause(id string, pause bool, accessorID string) (*Result, error) {
+func (s *Service) Pause(caller acl.Caller, id string, pause bool) (*Result, error) {
 	msg := "can't resume terminal deployment"
 	if pause {
 		msg = "can't pause terminal deployment"
 	}
-	st, d, err := s.active(id, msg)
+	st, d, err := s.active(caller, id, msg)
 	if err != nil {
 		return nil, err
 	}
 	if pause {
-		return s.setStatus(d, state.DeploymentStatusPaused, state.DeploymentStatusDescriptionPaused, nil, nil, opCause(OpPause, accessorID))
+		return s.setStatus(d, state.DeploymentStatusPaused, state.DeploymentStatusDescriptionPaused, nil, nil, opCause(OpPause, caller.AccessorID))
 	}
 	eval, err := newEval(st, d, s.deps.NowNanos())
 	if err != nil {
 		return nil, err
 	}
-	return s.setStatus(d, state.DeploymentStatusRunning, state.DeploymentStatusDescriptionRunning, nil, eval, opCause(OpResume, accessorID))
+	return s.setStatus(d, state.DeploymentStatusRunning, state.DeploymentStatusDescriptionRunning, nil, eval, opCause(OpResume, caller.AccessorID))
 }
 
 // Promote promotes the canaries of every group (all) or of the named ones,
 // once the selected groups' canaries are healthy.
-func (s *Service) Promote(id string, all bool, groups []string, accessorID string) (*Result, error) {
-	st, d, err := s.active(id, "can't promote terminal deployment")
+func (s *Service) Promote(caller acl.Caller, id string, all bool, groups []string) (*Result, error) {
+	st, d, err := s.active(caller, id, "can't promote terminal deployment")
 	if err != nil {
 		return nil, err
 	}
-	return s.promote(st, d, all, groups, opCause(OpPromote, accessorID))
+	return s.promote(st, d, all, groups, opCause(OpPromote, caller.AccessorID))
 }
 
 func (s *Service) promote(st *state.Store, d *state.Deployment, all bool, groups []string, cause state.DeploymentCause) (*Result, error) {
@@ -134,12 +155,15 @@ func (s *Service) promote(st *state.Store, d *state.Deployment, all bool, groups
 // SetAllocHealth marks allocations of a deployment healthy or unhealthy by
 // hand (their groups must use health_check = "manual"); any unhealthy one
 // fails the deployment, with the rollback rule of Fail.
-func (s *Service) SetAllocHealth(id string, healthy, unhealthy []string, accessorID string) (*Result, error) {
+func (s *Service) SetAllocHealth(caller acl.Caller, id string, healthy, unhealthy []string) (*Result, error) {
+	st, d, err := s.authorized(caller, id)
+	if err != nil {
+		return nil, err
+	}
 	if len(healthy)+len(unhealthy) == 0 {
 		return nil, state.NewError(state.ErrInvalid, "must specify at least one healthy/unhealthy allocation ID")
 	}
-	st, d, err := s.active(id, "can't set health of allocations for a terminal deployment")
-	if err != nil {
+	if err := activeOrConflict(d, "can't set health of allocations for a terminal deployment"); err != nil {
 		return nil, err
 	}
 	_, job, err := st.JobVersion(nil, d.Namespace, d.JobID, d.JobVersion)
@@ -166,7 +190,7 @@ func (s *Service) SetAllocHealth(id string, healthy, unhealthy []string, accesso
 	if err != nil {
 		return nil, err
 	}
-	cause := opCause(OpAllocHealth, accessorID)
+	cause := opCause(OpAllocHealth, caller.AccessorID)
 	cause.EvalID = eval.ID
 	req := &state.DeploymentAllocHealthRequest{
 		DeploymentID: d.ID, Healthy: healthy, Unhealthy: unhealthy, Eval: eval,
@@ -195,8 +219,8 @@ func (s *Service) SetAllocHealth(id string, healthy, unhealthy []string, accesso
 
 // Unblock marks a blocked multiregion deployment successful; its job
 // version becomes stable.
-func (s *Service) Unblock(id, accessorID string) (*Result, error) {
-	st, d, err := s.active(id, "can't unblock terminal deployment")
+func (s *Service) Unblock(caller acl.Caller, id string) (*Result, error) {
+	st, d, err := s.active(caller, id, "can't unblock terminal deployment")
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +231,7 @@ func (s *Service) Unblock(id, accessorID string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.setStatus(d, state.DeploymentStatusSuccessful, state.DeploymentStatusDescriptionSuccessful, nil, eval, opCause(OpUnblock, accessorID))
+	return s.setStatus(d, state.DeploymentStatusSuccessful, state.DeploymentStatusDescriptionSuccessful, nil, eval, opCause(OpUnblock, caller.AccessorID))
 }
 
 // setStatus writes one status change with its evaluation and rollback job.

@@ -119,7 +119,9 @@ func watcherEvalCount(s *state.Store, jobID string) int {
 // rolled back to the stable version, which the scheduler deploys again.
 func TestDeploymentEndToEnd(t *testing.T) {
 	e := startE2E(t)
-	g := deploytest.Group{Name: "web", Count: 3, AutoRevert: true, ProgressDeadline: 10 * time.Minute}
+	// No progress deadline: the first unhealthy allocation fails the
+	// deployment (with one, it would be rescheduled until the deadline).
+	g := deploytest.Group{Name: "web", Count: 3, AutoRevert: true}
 	e.register(deploytest.Job("default", "web", "v0", g))
 	d0 := e.runUntil("web", nil, func(d *state.Deployment) bool { return d.Status == state.DeploymentStatusSuccessful })
 	if grp := d0.TaskGroups["web"]; grp.HealthyAllocs != 3 || grp.PlacedAllocs != 3 || d0.StatusDescription != state.DeploymentStatusDescriptionSuccessful {

@@ -125,11 +125,25 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 	if d.Status != state.DeploymentStatusRunning && d.Status != state.DeploymentStatusPaused {
 		return time.Time{}
 	}
-	// Unhealthy allocations fail the deployment at once.
+	// An unhealthy allocation fails the deployment at once only in a group
+	// without a progress deadline (Nomad's rule); with one, it is marked
+	// for rescheduling and the deadline decides.
 	unhealthy := map[string]bool{}
+	progressBased := false
 	for name, g := range d.TaskGroups {
-		if g.UnhealthyAllocs > 0 {
+		if g.UnhealthyAllocs == 0 {
+			continue
+		}
+		if g.ProgressDeadline == 0 {
 			unhealthy[name] = true
+		} else {
+			progressBased = true
+		}
+	}
+	if len(unhealthy) == 0 && progressBased && d.Status == state.DeploymentStatusRunning {
+		if err := w.allowReplacements(st, d); err != nil {
+			log.Warn("marking unhealthy allocations for rescheduling", "deployment", d.ID, "error", err)
+			return now.Add(retryDelay)
 		}
 	}
 	if len(unhealthy) > 0 {
@@ -174,6 +188,35 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 		pending[d.ID] = time.Now().Add(w.EvalBatch)
 	}
 	return deadline
+}
+
+// allowReplacements marks the unhealthy allocations of d's progress-based
+// groups for rescheduling (DesiredTransition.Reschedule), with an
+// evaluation for the scheduler to act, in one Raft entry (Nomad's
+// deployment watcher does the same with allowReplacements).
+func (w *Watcher) allowReplacements(st *state.Store, d *state.Deployment) error {
+	_, allocs, err := st.AllocsByDeployment(nil, d.ID)
+	if err != nil {
+		return err
+	}
+	marks := map[string]state.DesiredTransition{}
+	reschedule := true
+	for _, a := range allocs {
+		g := d.TaskGroups[a.TaskGroup]
+		if g == nil || g.ProgressDeadline == 0 || a.DesiredStatus != state.AllocDesiredStatusRun || !a.DeploymentStatus.IsUnhealthy() || a.DesiredTransition.ShouldReschedule() {
+			continue
+		}
+		marks[a.ID] = state.DesiredTransition{Reschedule: &reschedule}
+	}
+	if len(marks) == 0 {
+		return nil
+	}
+	eval, err := newEval(st, d, w.deps.NowNanos())
+	if err != nil {
+		return err
+	}
+	_, err = fsm.Apply(w.deps.Raft, fsm.AllocDesiredTransition, &fsm.AllocDesiredTransitionRequest{Transitions: marks, Evals: []*state.Evaluation{eval}})
+	return err
 }
 
 // groupShort says whether a group has fewer healthy allocations than it

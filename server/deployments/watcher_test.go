@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/server/deployments/deploytest"
 	"github.com/ctlplane/ctlplane/state"
@@ -128,13 +129,13 @@ func TestWatcherDeadlinePaused(t *testing.T) {
 	job := f.RegisterJob(deploytest.Job("default", "web", "v0", deploytest.Group{Name: "web", Count: 1, ProgressDeadline: time.Minute}))
 	d, _ := f.Deploy(job)
 	ops := deployments.New(f.Deps)
-	if _, err := ops.Pause(d.ID, true, ""); err != nil {
+	if _, err := ops.Pause(acl.Internal(), d.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	startWatcher(t, f)
 	f.Clock.Advance(time.Hour)
 	stays(t, f, "paused past the deadline", status(d.ID, state.DeploymentStatusPaused))
-	if _, err := ops.Pause(d.ID, false, ""); err != nil {
+	if _, err := ops.Pause(acl.Internal(), d.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	f.Clock.Advance(59 * time.Second)
@@ -146,9 +147,11 @@ func TestWatcherDeadlinePaused(t *testing.T) {
 	}
 }
 
+// Without a progress deadline the first unhealthy allocation fails the
+// deployment (Nomad's rule), with the rollback rule.
 func TestWatcherUnhealthyRollsBack(t *testing.T) {
 	f := deploytest.Start(t)
-	g := deploytest.Group{Name: "web", Count: 2, AutoRevert: true, ProgressDeadline: 10 * time.Minute}
+	g := deploytest.Group{Name: "web", Count: 2, AutoRevert: true}
 	v0 := f.RegisterJob(deploytest.Job("default", "web", "v0", g))
 	f.SetStable(v0, 0)
 	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v1", g)))
@@ -164,6 +167,42 @@ func TestWatcherUnhealthyRollsBack(t *testing.T) {
 	if job.Version != 2 || job.Meta["v"] != "v0" || job.JobModifyIndex != got.ModifyIndex {
 		t.Errorf("job after rollback: version %d meta %v", job.Version, job.Meta)
 	}
+}
+
+// With a progress deadline an unhealthy allocation does not fail the
+// deployment: the watcher marks it for rescheduling (one entry with an
+// evaluation), and the deadline decides: "Failed due to progress deadline".
+func TestWatcherUnhealthyWithDeadlineReschedules(t *testing.T) {
+	f := deploytest.Start(t)
+	g := deploytest.Group{Name: "web", Count: 2, AutoRevert: true, ProgressDeadline: 10 * time.Minute}
+	v0 := f.RegisterJob(deploytest.Job("default", "web", "v0", g))
+	f.SetStable(v0, 0)
+	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v1", g)))
+	startWatcher(t, f)
+	f.Health(false, allocs[1].ID)
+	waitFor(t, f, "the unhealthy allocation marked for rescheduling", func(s *state.Store) bool {
+		_, a, _ := s.Alloc(nil, allocs[1].ID)
+		return a.DesiredTransition.ShouldReschedule()
+	})
+	st := f.Deps.State()
+	if _, a, _ := st.Alloc(nil, allocs[0].ID); a.DesiredTransition.ShouldReschedule() {
+		t.Error("the pending allocation was marked too")
+	}
+	_, marked, _ := st.Alloc(nil, allocs[1].ID)
+	if evals := watcherEvals(st, "web"); !hasEvalAt(evals, marked.ModifyIndex) {
+		t.Errorf("no evaluation written with the mark at %d: %+v", marked.ModifyIndex, evals)
+	}
+	stays(t, f, "running with an unhealthy allocation and time left", status(d.ID, state.DeploymentStatusRunning))
+	// Marked once: no second entry.
+	if _, again, _ := f.Deps.State().Alloc(nil, allocs[1].ID); again.ModifyIndex != marked.ModifyIndex {
+		t.Errorf("marked again at %d (first at %d)", again.ModifyIndex, marked.ModifyIndex)
+	}
+	f.Clock.Advance(10 * time.Minute)
+	waitFor(t, f, "failed on the deadline", status(d.ID, state.DeploymentStatusFailed))
+	if got := f.Deployment(d.ID); got.StatusDescription != "Failed due to progress deadline - rolling back to job version 0" {
+		t.Errorf("description %q", got.StatusDescription)
+	}
+	expectLastCause(t, f, d.ID, deployments.RuleDeadline)
 }
 
 func TestWatcherUnhealthyNoRevert(t *testing.T) {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-memdb"
@@ -10,8 +11,9 @@ import (
 // StopAlloc stops an allocation as Nomad's Alloc.Stop does: it is told to
 // stop (migrated) and an alloc-stop evaluation of its job, in one Raft
 // entry, makes the scheduler place its replacement. It answers the
-// evaluation's ID and the Raft index.
-func (s *Service) StopAlloc(allocID string) (string, uint64, error) {
+// evaluation's ID and the Raft index. The caller needs alloc-lifecycle in
+// the allocation's namespace (checked after the lookup: 404, then 403).
+func (s *Service) StopAlloc(caller acl.Caller, allocID string) (string, uint64, error) {
 	snap := s.deps.State()
 	_, a, err := snap.Alloc(memdb.NewWatchSet(), allocID)
 	if err != nil {
@@ -19,6 +21,9 @@ func (s *Service) StopAlloc(allocID string) (string, uint64, error) {
 	}
 	if a == nil {
 		return "", 0, &state.Error{Code: state.ErrNotFound, Msg: `Unknown allocation "` + allocID + `"`}
+	}
+	if err := caller.RequireNamespace(a.Namespace, acl.CapAllocLifecycle); err != nil {
+		return "", 0, err
 	}
 	now := s.deps.NowNanos()
 	eval := &state.Evaluation{

@@ -33,6 +33,32 @@ func DefaultRestartPolicy() *state.RestartPolicy {
 	return &state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"}
 }
 
+// DefaultReschedulePolicy is a service job's reschedule policy (Nomad's
+// DefaultServiceJobReschedulePolicy; only service jobs are served).
+func DefaultReschedulePolicy() *state.ReschedulePolicy {
+	return &state.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true}
+}
+
+// reschedulePolicy is the default, overridden field by field by the job's
+// block, then the group's (Nomad's api.TaskGroup.Canonicalize).
+func reschedulePolicy(blocks ...*RescheduleSpec) *state.ReschedulePolicy {
+	p := DefaultReschedulePolicy()
+	for _, b := range blocks {
+		if b == nil {
+			continue
+		}
+		p.Attempts = num(b.Attempts, p.Attempts)
+		p.Interval = num(b.Interval, p.Interval)
+		p.Delay = num(b.Delay, p.Delay)
+		p.DelayFunction = str(b.DelayFunction, p.DelayFunction)
+		p.MaxDelay = num(b.MaxDelay, p.MaxDelay)
+		if b.Unlimited != nil {
+			p.Unlimited = *b.Unlimited
+		}
+	}
+	return p
+}
+
 // Canonicalize fills in Nomad's defaults: ns is the namespace of a job
 // that names none (the request's). Groups inherit the job's update block,
 // merged field by field with their own.
@@ -75,7 +101,9 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 		if g == nil {
 			g = &GroupSpec{}
 		}
-		job.TaskGroups = append(job.TaskGroups, canonicalGroup(g, jobUpdate))
+		tg := canonicalGroup(g, jobUpdate)
+		tg.ReschedulePolicy = reschedulePolicy(spec.Reschedule, g.ReschedulePolicy)
+		job.TaskGroups = append(job.TaskGroups, tg)
 	}
 	return job
 }

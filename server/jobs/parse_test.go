@@ -24,7 +24,8 @@ func TestParseDefaults(t *testing.T) {
 		Update:      DefaultUpdateStrategy(),
 		TaskGroups: []*state.TaskGroup{{
 			Name: "g", Count: 1, Update: DefaultUpdateStrategy(),
-			RestartPolicy: &state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"},
+			RestartPolicy:    &state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"},
+			ReschedulePolicy: &state.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true},
 			Tasks: []*state.Task{{
 				Name: "t", Driver: "mock_driver", KillTimeout: 5 * time.Second,
 				Resources: &state.Resources{CPU: 100, MemoryMB: 300},
@@ -241,7 +242,6 @@ func TestParseUnsupported(t *testing.T) {
 		{`{"ID":"web","Periodic":{"Enabled":true}}`, "Periodic is not supported"},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Services":[{"Name":"s"}],"Tasks":[]}]}`, `Services is not supported (task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","EphemeralDisk":{"SizeMB":500},"Tasks":[]}]}`, `EphemeralDisk is not supported (task group "g")`},
-		{`{"ID":"web","TaskGroups":[{"Name":"g","ReschedulePolicy":{"Unlimited":false,"Attempts":3},"Tasks":[]}]}`, `ReschedulePolicy is not supported (task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","LogConfig":{"MaxFiles":3}}]}]}`, `LogConfig is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","RestartPolicy":{"Attempts":5}}]}]}`, `RestartPolicy is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","RestartPolicy":{"RenderTemplates":true},"Tasks":[]}]}`, `RestartPolicy.RenderTemplates is not supported (task group "g")`},

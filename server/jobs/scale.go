@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -28,8 +29,14 @@ func badRequest(format string, args ...any) error {
 
 // Scale changes a group's count as Nomad's Job.Scale does: a new job
 // version with a job-scaling evaluation, and a scaling event, in one Raft
-// entry. Refused while the job's deployment is active (Nomad's rule).
-func (s *Service) Scale(req *ScaleRequest) (*state.JobWriteResult, error) {
+// entry. Refused while the job's deployment is active (Nomad's rule). The
+// caller needs scale-job or submit-job in the namespace.
+func (s *Service) Scale(caller acl.Caller, req *ScaleRequest) (*state.JobWriteResult, error) {
+	if caller.RequireNamespace(req.Namespace, acl.CapScaleJob) != nil {
+		if err := caller.RequireNamespace(req.Namespace, acl.CapSubmitJob); err != nil {
+			return nil, err
+		}
+	}
 	if req.Group == "" {
 		return nil, badRequest("missing task group name for scaling action")
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -44,8 +45,12 @@ func Parse(raw []byte, ns string) (*state.Job, error) {
 }
 
 // Register registers a canonical job (a new version when its spec changed)
-// with a pending job-register evaluation, in one Raft entry.
-func (s *Service) Register(job *state.Job, opts state.JobRegisterOptions) (*state.JobWriteResult, error) {
+// with a pending job-register evaluation, in one Raft entry. The caller
+// needs submit-job in the job's namespace.
+func (s *Service) Register(caller acl.Caller, job *state.Job, opts state.JobRegisterOptions) (*state.JobWriteResult, error) {
+	if err := caller.RequireNamespace(job.Namespace, acl.CapSubmitJob); err != nil {
+		return nil, err
+	}
 	if err := Validate(job); err != nil {
 		return nil, err
 	}
@@ -138,8 +143,11 @@ func (s *Service) newEval(job *state.Job, trigger string, priority int, now int6
 // Deregister stops a job (it is re-registered with Stop set, keeping its
 // versions), or with purge removes it and its versions; either way with a
 // pending job-deregister evaluation, so that the scheduler stops its
-// allocations.
-func (s *Service) Deregister(ns, id string, purge bool, evalPriority int) (*state.JobWriteResult, error) {
+// allocations. The caller needs submit-job in ns, as for every job write.
+func (s *Service) Deregister(caller acl.Caller, ns, id string, purge bool, evalPriority int) (*state.JobWriteResult, error) {
+	if err := caller.RequireNamespace(ns, acl.CapSubmitJob); err != nil {
+		return nil, err
+	}
 	if evalPriority != 0 && (evalPriority < 1 || evalPriority > 100) {
 		return nil, invalid("eval priority must be between 1 and 100 inclusively")
 	}
@@ -161,7 +169,10 @@ func (s *Service) Deregister(ns, id string, purge bool, evalPriority int) (*stat
 }
 
 // SetStable marks one version of a job stable or not.
-func (s *Service) SetStable(ns, id string, version uint64, stable bool) (*state.JobWriteResult, error) {
+func (s *Service) SetStable(caller acl.Caller, ns, id string, version uint64, stable bool) (*state.JobWriteResult, error) {
+	if err := caller.RequireNamespace(ns, acl.CapSubmitJob); err != nil {
+		return nil, err
+	}
 	if _, err := s.job(ns, id); err != nil {
 		return nil, err
 	}
@@ -177,7 +188,10 @@ func (s *Service) SetStable(ns, id string, version uint64, stable bool) (*state.
 
 // Revert registers the spec of an earlier version as the job's new version.
 // enforcePriorVersion, when given, must be the current version.
-func (s *Service) Revert(ns, id string, version uint64, enforcePriorVersion *uint64) (*state.JobWriteResult, error) {
+func (s *Service) Revert(caller acl.Caller, ns, id string, version uint64, enforcePriorVersion *uint64) (*state.JobWriteResult, error) {
+	if err := caller.RequireNamespace(ns, acl.CapSubmitJob); err != nil {
+		return nil, err
+	}
 	cur, err := s.job(ns, id)
 	if err != nil {
 		return nil, err

@@ -49,6 +49,8 @@ type JobSpec struct {
 	Multiregion *MultiregionSpec
 	TaskGroups  []*GroupSpec
 	Stop        *bool
+	// Reschedule is the job's reschedule block, merged into every group's.
+	Reschedule *RescheduleSpec
 
 	AllAtOnce                Unsupported
 	NodePool                 Unsupported
@@ -57,7 +59,6 @@ type JobSpec struct {
 	Spreads                  Unsupported
 	Periodic                 Unsupported
 	ParameterizedJob         Unsupported
-	Reschedule               Unsupported
 	Migrate                  Unsupported
 	UI                       Unsupported
 	ParentID                 Unsupported
@@ -112,19 +113,19 @@ type MultiregionSpec struct {
 
 // GroupSpec is a task group as submitted.
 type GroupSpec struct {
-	Name          *string
-	Count         *int
-	Update        *UpdateSpec
-	RestartPolicy *RestartSpec
-	Meta          map[string]string
-	Tasks         []*TaskSpec
+	Name             *string
+	Count            *int
+	Update           *UpdateSpec
+	RestartPolicy    *RestartSpec
+	ReschedulePolicy *RescheduleSpec
+	Meta             map[string]string
+	Tasks            []*TaskSpec
 
 	Constraints               Unsupported
 	Affinities                Unsupported
 	Spreads                   Unsupported
 	Volumes                   Unsupported
 	Disconnect                Unsupported
-	ReschedulePolicy          Unsupported
 	EphemeralDisk             Unsupported
 	Migrate                   Unsupported
 	Networks                  Unsupported
@@ -136,6 +137,17 @@ type GroupSpec struct {
 	Scaling                   Unsupported
 	Consul                    Unsupported
 	PreventRescheduleOnLost   Unsupported
+}
+
+// RescheduleSpec is a reschedule block; nil fields take the job's, then
+// the defaults.
+type RescheduleSpec struct {
+	Attempts      *int
+	Interval      *time.Duration
+	Delay         *time.Duration
+	DelayFunction *string
+	MaxDelay      *time.Duration
+	Unlimited     *bool
 }
 
 // RestartSpec is a restart block; nil fields take the defaults.
@@ -225,10 +237,9 @@ func DecodeSpec(raw []byte) (*JobSpec, error) {
 // (as the Nomad CLI does) sends them; they ask for nothing beyond what
 // ctlplane does, so they count as unset.
 var nomadDefaults = map[string]map[string]any{
-	"EphemeralDisk":    {"SizeMB": 300.0},
-	"ReschedulePolicy": {"Delay": 30e9, "DelayFunction": "exponential", "MaxDelay": 3600e9, "Unlimited": true},
-	"Migrate":          {"MaxParallel": 1.0, "HealthCheck": "checks", "MinHealthyTime": 10e9, "HealthyDeadline": 300e9},
-	"LogConfig":        {"MaxFiles": 10.0, "MaxFileSizeMB": 10.0},
+	"EphemeralDisk": {"SizeMB": 300.0},
+	"Migrate":       {"MaxParallel": 1.0, "HealthCheck": "checks", "MinHealthyTime": 10e9, "HealthyDeadline": 300e9},
+	"LogConfig":     {"MaxFiles": 10.0, "MaxFileSizeMB": 10.0},
 }
 
 // checkUnsupported refuses the first unsupported field that carries a value,

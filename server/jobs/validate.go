@@ -134,6 +134,11 @@ func validateGroup(tg *state.TaskGroup) []string {
 	} else {
 		errs = append(errs, validateRestart(tg.RestartPolicy)...)
 	}
+	if tg.ReschedulePolicy == nil {
+		errs.add("Task Group %v should have a reschedule policy", tg.Name)
+	} else {
+		errs = append(errs, ValidateReschedule(tg.ReschedulePolicy)...)
+	}
 	if tg.Update != nil {
 		errs = append(errs, ValidateUpdate(tg.Update)...)
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 )
@@ -54,8 +55,20 @@ func Validate(ns *state.Namespace) error {
 	return nil
 }
 
+// requireAdmin: namespace writes need a management token or
+// operator:write (Nomad asks management).
+func requireAdmin(c acl.Caller) error {
+	if c.Authz == nil || (!c.Authz.IsManagement() && !c.Authz.OperatorWrite()) {
+		return acl.ErrPermissionDenied
+	}
+	return nil
+}
+
 // Upsert creates or replaces a namespace and answers the Raft index.
-func (s *Service) Upsert(ns *state.Namespace) (uint64, error) {
+func (s *Service) Upsert(caller acl.Caller, ns *state.Namespace) (uint64, error) {
+	if err := requireAdmin(caller); err != nil {
+		return 0, err
+	}
 	if err := Validate(ns); err != nil {
 		return 0, err
 	}
@@ -66,7 +79,10 @@ func (s *Service) Upsert(ns *state.Namespace) (uint64, error) {
 }
 
 // Delete deletes a namespace that holds no live job and answers the Raft index.
-func (s *Service) Delete(name string) (uint64, error) {
+func (s *Service) Delete(caller acl.Caller, name string) (uint64, error) {
+	if err := requireAdmin(caller); err != nil {
+		return 0, err
+	}
 	res, err := fsm.Apply(s.deps.Raft, fsm.NamespaceDelete, &fsm.NamespaceDeleteRequest{Names: []string{name}})
 	return res.Index, err
 }

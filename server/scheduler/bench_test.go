@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // benchSetup is a cluster of 1,000 nodes (4 GHz, 8 GB each) and a
@@ -23,7 +24,7 @@ func BenchmarkPlan1000x1000(b *testing.B) {
 	snap, e := h.store.PointInTime(), h.eval(id)
 	b.ResetTimer()
 	for b.Loop() {
-		res, err := compute(snap, e, nil)
+		res, err := compute(snap, e, nil, time.Now())
 		if err != nil || len(res.plan.Placements) != 1000 {
 			b.Fatalf("%v, %d placements", err, len(res.plan.Placements))
 		}

@@ -122,6 +122,8 @@ func testJob(id string, count int, opts ...jobOpt) *state.Job {
 			Name:   "web",
 			Count:  count,
 			Update: &state.UpdateStrategy{MaxParallel: 1, HealthCheck: state.UpdateHealthTaskStates, ProgressDeadline: 10 * time.Minute},
+			// Nomad's default for service jobs.
+			ReschedulePolicy: &state.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true},
 			Tasks: []*state.Task{{
 				Name: "app", Driver: "mock_driver",
 				Config:    map[string]any{"run_for": "1h"},

@@ -108,20 +108,23 @@ func (p *placer) candidates(job *state.Job, tg *state.TaskGroup) []*nodeInfo {
 }
 
 // place picks the node for one allocation of tg and books its resources,
-// or returns nil when no node fits.
-func (p *placer) place(job *state.Job, tg *state.TaskGroup) *nodeInfo {
+// or returns nil when no node fits. Nodes in avoid (where a predecessor
+// failed) are taken only when no other fits: Nomad's rescheduling penalty.
+func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) *nodeInfo {
 	need := tg.Resources()
 	var best *nodeInfo
 	var bestScore float64
+	bestAvoided := false
 	for _, ni := range p.candidates(job, tg) {
 		score, ok := fitScore(ni, need)
 		if !ok {
 			continue
 		}
-		if best == nil || score < bestScore ||
+		avoided := avoid[ni.node.ID]
+		if best == nil || (bestAvoided && !avoided) || (avoided == bestAvoided && (score < bestScore ||
 			(score == bestScore && (ni.jobAllocs < best.jobAllocs ||
-				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))) {
-			best, bestScore = ni, score
+				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))))) {
+			best, bestScore, bestAvoided = ni, score, avoided
 		}
 	}
 	if best != nil {

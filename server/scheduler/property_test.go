@@ -124,8 +124,15 @@ func runProperty(t *testing.T, seed int64, steps int) {
 				continue
 			}
 			log = append(log, "alloc failed")
-			h.report([]*state.Allocation{live[rng.Intn(len(live))]}, state.AllocClientStatusFailed, nil)
+			victim := live[rng.Intn(len(live))]
+			h.report([]*state.Allocation{victim}, state.AllocClientStatusFailed, nil)
+			// The deployment watcher lets an active deployment (with a
+			// progress deadline) reschedule it.
+			if d != nil && d.Active() && victim.DeploymentID == d.ID {
+				h.markReschedule(victim.ID)
+			}
 			h.run("web", state.EvalTriggerRetryFailedAlloc)
+			h.runDue("web")
 		default: // clients report health of some allocations; the watcher reacts
 			var some []*state.Allocation
 			for _, a := range h.live("web") {
@@ -164,6 +171,7 @@ func converge(h *harness, pj *propJob, fail func(string, ...any)) {
 			h.promote(d.ID)
 		}
 		h.run("web", state.EvalTriggerDeploymentWatcher)
+		h.runDue("web")
 		if marked == 0 && len(h.plans) == plans {
 			break
 		}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sort"
+	"time"
 
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -41,6 +42,8 @@ type reconciler struct {
 	created    bool
 	// exists: some deployment (of any status) tracks the current version.
 	exists bool
+	// now is the evaluation's time: reschedule delays are counted to it.
+	now time.Time
 }
 
 // groupState is one task group's allocations, sorted out.
@@ -61,15 +64,20 @@ type groupState struct {
 	// canaryDonors are dead canaries of the current deployment: their
 	// replacements are canaries again.
 	canaryDonors []*state.Allocation
-	missing      int
-	hadRunning   bool
+	// rescheduled are the failed allocations replaced now under their
+	// reschedule policy (their replacements carry a tracker); later are
+	// the ones to replace once their delay has passed.
+	rescheduled map[string]bool
+	later       []delayedReschedule
+	missing     int
+	hadRunning  bool
 
 	placed, queued int
 	requireCanary  bool
 }
 
 // compute reconciles the evaluation's job with snap and returns the plan.
-func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource) (*result, error) {
+func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now time.Time) (*result, error) {
 	ns, jobID := eval.Namespace, eval.JobID
 	_, job, err := snap.Job(nil, ns, jobID)
 	if err != nil {
@@ -88,6 +96,7 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource) (*res
 		res:      &result{plan: &state.Plan{EvalID: eval.ID, Namespace: ns, JobID: jobID}, queued: map[string]int{}},
 		versions: map[uint64]*state.Job{},
 		stopped:  map[string]bool{},
+		now:      now,
 	}
 	if job != nil {
 		r.res.plan.JobModifyIndex = job.JobModifyIndex
@@ -147,6 +156,7 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource) (*res
 		}
 		groups = append(groups, gs)
 		r.res.queued[tg.Name] = 0
+		r.createFollowups(gs.later)
 	}
 	r.createDeployment(groups)
 	for _, gs := range groups {
@@ -269,7 +279,8 @@ func byIndex(as []*state.Allocation) {
 // destructive updates; it stops what is not needed any more (canaries of
 // older deployments, allocations a promoted canary replaces, scale-down).
 func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (*groupState, error) {
-	gs := &groupState{tg: tg, strategy: updateStrategy(r.job, tg), donors: map[int]*state.Allocation{}, donorStop: map[string]string{}}
+	gs := &groupState{tg: tg, strategy: updateStrategy(r.job, tg), donors: map[int]*state.Allocation{}, donorStop: map[string]string{},
+		rescheduled: map[string]bool{}}
 	if r.deployment != nil {
 		gs.dstate = r.deployment.TaskGroups[tg.Name]
 	}
@@ -286,7 +297,25 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 		if a.JobVersion == r.job.Version {
 			gs.hadRunning = true
 		}
-		dead := a.ClientStatus == state.AllocClientStatusFailed || a.ClientStatus == state.AllocClientStatusLost
+		failed := a.ClientStatus == state.AllocClientStatusFailed
+		if failed && a.DesiredStatus == state.AllocDesiredStatusRun {
+			if a.NextAllocation != "" {
+				continue // already replaced
+			}
+			// A failed allocation is replaced as its reschedule policy
+			// says: now, later (a follow-up evaluation), or never; until
+			// then it stays, counting toward Count.
+			now, later, at := r.reschedulable(a)
+			if later {
+				gs.later = append(gs.later, delayedReschedule{alloc: a, at: at})
+			}
+			if !now {
+				failed = false
+			} else {
+				gs.rescheduled[a.ID] = true
+			}
+		}
+		dead := failed || a.ClientStatus == state.AllocClientStatusLost
 		switch {
 		case canaryIDs[a.ID] && a.NextAllocation == "" && (dead || (a.DesiredStatus == state.AllocDesiredStatusRun && r.tainted(a.NodeID))):
 			if a.DesiredStatus == state.AllocDesiredStatusRun {
@@ -384,8 +413,10 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 			return nil, err
 		}
 		// An unchanged group is updated in place only where it may still
-		// run (the job's datacenters may have changed), as Nomad checks.
-		if old == nil || state.TaskGroupChanged(old, r.job, tg.Name) || !r.stillFits(a, tg) {
+		// run (the job's datacenters may have changed), as Nomad checks;
+		// a failed allocation kept by its reschedule policy has nothing
+		// running to update: the new version replaces it.
+		if old == nil || state.TaskGroupChanged(old, r.job, tg.Name) || !r.stillFits(a, tg) || a.ClientStatus == state.AllocClientStatusFailed {
 			gs.destructive = append(gs.destructive, a)
 		} else {
 			gs.inplace = append(gs.inplace, a)

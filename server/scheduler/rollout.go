@@ -103,6 +103,8 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 				}
 			}
 		}
+	} else {
+		r.rescheduleWhileNotReady(gs, names)
 	}
 
 	// Destructive updates: at most limit in flight; the old allocation is
@@ -116,6 +118,37 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 			}
 			r.addStop(a, allocUpdating, "")
 		}
+	}
+}
+
+// rescheduleWhileNotReady replaces the failed allocations due for
+// rescheduling even though the current deployment failed, except its own:
+// Nomad's computeReplacements, "to avoid odd user experiences". The
+// replacements run outside the deployment. (Nomad also places them into a
+// paused deployment; here they wait for the resume, when they are placed
+// within it.)
+func (r *reconciler) rescheduleWhileNotReady(gs *groupState, names *nameIndex) {
+	if r.deployment == nil || r.deployment.Status != state.DeploymentStatusFailed {
+		return
+	}
+	idxs := make([]int, 0, len(gs.donors))
+	for idx, prev := range gs.donors {
+		if gs.rescheduled[prev.ID] && prev.DeploymentID != r.deployment.ID {
+			idxs = append(idxs, idx)
+		}
+	}
+	sort.Ints(idxs)
+	n := gs.missing
+	for _, idx := range idxs {
+		if n == 0 {
+			break
+		}
+		if idx < 0 || idx >= gs.tg.Count || names.used[idx] {
+			continue
+		}
+		names.take(idx)
+		n--
+		r.placeAlloc(gs, idx, gs.donors[idx], false, "")
 	}
 }
 
@@ -180,7 +213,11 @@ func (r *reconciler) placeAlloc(gs *groupState, idx int, prev *state.Allocation,
 }
 
 func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Allocation, canary bool, depID, stopPrev string) bool {
-	ni := r.placer.place(r.job, gs.tg)
+	var avoid map[string]bool
+	if prev != nil {
+		avoid = penaltyNodes(prev)
+	}
+	ni := r.placer.place(r.job, gs.tg, avoid)
 	if ni == nil {
 		gs.queued++
 		r.res.queued[gs.tg.Name]++
@@ -204,6 +241,9 @@ func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Alloca
 	}
 	if prev != nil {
 		a.PreviousAllocation = prev.ID
+		if gs.rescheduled[prev.ID] {
+			a.RescheduleTracker = rescheduleTracker(prev, r.policyOf(prev), r.now)
+		}
 		if stopPrev != "" {
 			r.stop(prev, stopPrev, "")
 		}

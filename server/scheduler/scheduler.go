@@ -70,7 +70,7 @@ func (s *serviceScheduler) Process(eval *state.Evaluation) error {
 	snap := s.snap
 	usage, _ := s.planner.(UsageSource)
 	for attempt := 1; ; attempt++ {
-		res, err := compute(snap, eval, usage)
+		res, err := compute(snap, eval, usage, s.now())
 		if err != nil {
 			return fmt.Errorf("evaluation %s: %w", eval.ID, err)
 		}

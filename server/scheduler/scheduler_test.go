@@ -246,24 +246,6 @@ func TestLostAllocReplaced(t *testing.T) {
 	}
 }
 
-func TestFailedAllocReplacedAtOnce(t *testing.T) {
-	h := newHarness(t)
-	h.nodes(2, 0, 0)
-	h.process(h.register(testJob("web", 2)))
-	h.settle("web")
-	failed := h.live("web")[0]
-	h.report([]*state.Allocation{failed}, state.AllocClientStatusFailed, nil)
-	h.run("web", state.EvalTriggerRetryFailedAlloc)
-	_, old, _ := h.store.Alloc(nil, failed.ID)
-	if old.DesiredStatus != state.AllocDesiredStatusStop || old.DesiredDescription != allocRescheduled || old.NextAllocation == "" {
-		t.Fatalf("failed alloc %+v", old)
-	}
-	_, repl, _ := h.store.Alloc(nil, old.NextAllocation)
-	if repl.Name != failed.Name || repl.PreviousAllocation != failed.ID || len(h.live("web")) != 2 {
-		t.Fatalf("replacement %+v", repl)
-	}
-}
-
 func TestScaleInPlace(t *testing.T) {
 	h := newHarness(t)
 	h.nodes(2, 0, 0)

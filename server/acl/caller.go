@@ -1,0 +1,57 @@
+package acl
+
+import "github.com/ctlplane/ctlplane/state"
+
+// Caller is who asks a domain service to act: the authorizer resolved from
+// the caller's token (ManageAll with ACLs off) and the token's accessor,
+// recorded where an operation keeps its cause. Services check a Caller
+// themselves, so no caller can skip the check by not coming through HTTP.
+type Caller struct {
+	Authz      *Authorizer
+	AccessorID string
+}
+
+// Internal is the servers' own routines acting (watchers, the scheduler):
+// everything is allowed and nothing is recorded as an operator's act.
+func Internal() Caller { return Caller{Authz: ManageAll()} }
+
+// ErrPermissionDenied is every refusal of a Caller: Nomad's and Consul's
+// text, 403 over HTTP.
+var ErrPermissionDenied = &state.Error{Code: state.ErrForbidden, Msg: "Permission denied"}
+
+// IsPermissionDenied says whether err is a Caller's refusal.
+func IsPermissionDenied(err error) bool { return err == ErrPermissionDenied }
+
+// authz is the caller's authorizer; a Caller built without one allows
+// nothing (a forgotten field fails closed).
+func (c Caller) authz() *Authorizer {
+	if c.Authz == nil {
+		return DenyAll()
+	}
+	return c.Authz
+}
+
+// RequireNamespace refuses unless capability is granted in namespace ns.
+func (c Caller) RequireNamespace(ns, capability string) error {
+	if !c.authz().NamespaceCapability(ns, capability) {
+		return ErrPermissionDenied
+	}
+	return nil
+}
+
+// RequireNodeRead refuses unless the caller may read client nodes.
+func (c Caller) RequireNodeRead() error {
+	if !c.authz().NodeRead() {
+		return ErrPermissionDenied
+	}
+	return nil
+}
+
+// RequireNodeWrite refuses unless the caller holds node:write (an
+// operator's capability: drain, eligibility; an introduction token).
+func (c Caller) RequireNodeWrite() error {
+	if !c.authz().NodeWrite() {
+		return ErrPermissionDenied
+	}
+	return nil
+}
