@@ -2,12 +2,15 @@ package http_test
 
 import (
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/servertest"
+	"github.com/hashicorp/nomad/api"
+	"github.com/hashicorp/nomad/api/contexts"
 )
 
 // TestAgentNomadClient: Agent().Self/Members/Health and Regions().List as
@@ -111,5 +114,57 @@ func TestAgentNomadClientACL(t *testing.T) {
 	}
 	if m, err := op.Agent().Members(); err != nil || len(m.Members) != 1 {
 		t.Fatalf("Members with node:read: %v", err)
+	}
+}
+
+// TestAgentNomadClientCluster: on a 3-server cluster every server lists
+// the three as members, exactly one of them the leader as `nomad server
+// members` marks it; each server's self describes itself; a namespace and
+// a search go through a follower.
+func TestAgentNomadClientCluster(t *testing.T) {
+	nodes := servertest.StartCluster(t, 3)
+	leader := servertest.Leader(t, nodes)
+	for _, n := range nodes {
+		c := nomadClient(t, n, "")
+		members, err := c.Agent().Members()
+		if err != nil || len(members.Members) != 3 || members.ServerName != n.Config.NodeName {
+			t.Fatalf("Members through %s: %v %+v", n.Config.NodeName, err, members)
+		}
+		leaderAddr, err := c.Status().RegionLeader("global")
+		if err != nil || leaderAddr != leader.RaftAddr() {
+			t.Fatalf("RegionLeader through %s: %q %v", n.Config.NodeName, leaderAddr, err)
+		}
+		leaders := 0
+		for _, m := range members.Members {
+			if m.Status != "alive" || m.Tags["raft_vsn"] != "3" {
+				t.Errorf("member %+v", m)
+			}
+			if net.JoinHostPort(m.Addr, m.Tags["port"]) == leaderAddr {
+				leaders++
+			}
+		}
+		if leaders != 1 {
+			t.Errorf("through %s: %d members match the leader %s", n.Config.NodeName, leaders, leaderAddr)
+		}
+		self, err := c.Agent().Self()
+		if err != nil || self.Member.Name != n.Config.NodeName+".global" ||
+			self.Stats["nomad"]["leader"] != strconv.FormatBool(n == leader) {
+			t.Fatalf("Self of %s: %v %+v", n.Config.NodeName, err, self)
+		}
+	}
+	var follower *servertest.TestServer
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	fc := nomadClient(t, follower, "")
+	if _, err := fc.Namespaces().Register(&api.Namespace{Name: "prod"}, nil); err != nil {
+		t.Fatalf("Register through a follower: %v", err)
+	}
+	r, _, err := fc.Search().PrefixSearch("pr", contexts.Namespaces, nil)
+	if err != nil || strings.Join(r.Matches[contexts.Namespaces], ",") != "prod" {
+		t.Fatalf("search through a follower: %v %+v", err, r)
 	}
 }
