@@ -37,8 +37,9 @@ type AllocStop struct {
 	FollowupEvalID string
 }
 
-// AllocInPlace moves an allocation to a new job version whose group did not
-// change (a scale-only change), without replacing it.
+// AllocInPlace moves an allocation to a new job version whose group changed
+// only in what a running task can take on (the scheduler's in-place rule),
+// without replacing it.
 type AllocInPlace struct {
 	AllocID      string
 	JobVersion   uint64

@@ -383,9 +383,10 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 		if err != nil {
 			return nil, err
 		}
-		// An unchanged group is updated in place only where it may still
-		// run (the job's datacenters may have changed), as Nomad checks.
-		if old == nil || state.TaskGroupChanged(old, r.job, tg.Name) || !r.stillFits(a, tg) {
+		// What a running task can take on is updated in place, and only
+		// where it may still run (the job's datacenters may have changed),
+		// as Nomad checks.
+		if old == nil || tasksUpdated(old, r.job, tg.Name).modified || !r.stillFits(a, tg) {
 			gs.destructive = append(gs.destructive, a)
 		} else {
 			gs.inplace = append(gs.inplace, a)
