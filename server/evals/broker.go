@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/scheduler/usage"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
@@ -42,7 +43,7 @@ type Broker struct {
 	workers int
 	logger  hclog.Logger
 
-	usage usageView
+	usage usage.View
 
 	processed atomic.Uint64
 	failed    atomic.Uint64
@@ -61,7 +62,7 @@ func New(deps svc.Deps, factory Factory, workers int) *Broker {
 // AllocsDeleted tells the broker that allocations were deleted at index
 // idx (a garbage collection): its usage view rebuilds once it reads a
 // state that far.
-func (b *Broker) AllocsDeleted(idx uint64) { b.usage.resetFrom(idx) }
+func (b *Broker) AllocsDeleted(idx uint64) { b.usage.ResetFrom(idx) }
 
 // Stats are counters since the process started.
 type Stats struct {
@@ -87,7 +88,7 @@ type outcome struct {
 func (b *Broker) Run(ctx context.Context) {
 	// Another leader may have deleted allocations meanwhile (garbage
 	// collection): the usage view rebuilds from the state as it is now.
-	b.usage.resetFrom(b.deps.State().AllocsIndex())
+	b.usage.ResetFrom(b.deps.State().AllocsIndex())
 	work := make(chan *state.Evaluation)
 	done := make(chan outcome, b.workers)
 	for i := 0; i < b.workers; i++ {
@@ -293,7 +294,7 @@ func (p *planner) SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store,
 }
 
 // NodeUsage makes the planner the scheduler's UsageSource.
-func (p *planner) NodeUsage(snap *state.Store) (map[string]state.Resources, error) {
+func (p *planner) NodeUsage(snap usage.Source) (map[string]state.Resources, error) {
 	return p.broker.usage.NodeUsage(snap)
 }
 

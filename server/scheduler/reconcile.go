@@ -27,7 +27,7 @@ type result struct {
 
 // reconciler computes one plan from one point-in-time state.
 type reconciler struct {
-	snap     *state.Store
+	snap     State
 	eval     *state.Evaluation
 	job      *state.Job
 	res      *result
@@ -69,7 +69,7 @@ type groupState struct {
 }
 
 // compute reconciles the evaluation's job with snap and returns the plan.
-func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource) (*result, error) {
+func compute(snap State, eval *state.Evaluation, usage UsageSource) (*result, error) {
 	ns, jobID := eval.Namespace, eval.JobID
 	_, job, err := snap.Job(nil, ns, jobID)
 	if err != nil {
@@ -85,7 +85,8 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource) (*res
 	}
 	r := &reconciler{
 		snap: snap, eval: eval, job: job,
-		res:      &result{plan: &state.Plan{EvalID: eval.ID, Namespace: ns, JobID: jobID}, queued: map[string]int{}},
+		res: &result{plan: &state.Plan{EvalID: eval.ID, Namespace: ns, JobID: jobID,
+			Annotations: &state.PlanAnnotations{DesiredTGUpdates: map[string]*state.DesiredUpdates{}}}, queued: map[string]int{}},
 		versions: map[uint64]*state.Job{},
 		stopped:  map[string]bool{},
 	}
@@ -147,6 +148,7 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource) (*res
 		}
 		groups = append(groups, gs)
 		r.res.queued[tg.Name] = 0
+		r.desired(tg.Name)
 	}
 	r.createDeployment(groups)
 	for _, gs := range groups {
@@ -214,7 +216,21 @@ func (r *reconciler) stop(a *state.Allocation, desc, clientStatus string) {
 // addStop records the stop only (its resources were already released).
 func (r *reconciler) addStop(a *state.Allocation, desc, clientStatus string) {
 	r.stopped[a.ID] = true
+	if desc != allocUpdating { // a destructive update counts as such
+		r.desired(a.TaskGroup).Stop++
+	}
 	r.res.plan.Stops = append(r.res.plan.Stops, &state.AllocStop{AllocID: a.ID, DesiredDescription: desc, ClientStatus: clientStatus})
+}
+
+// desired is the group's entry in the plan's annotations.
+func (r *reconciler) desired(group string) *state.DesiredUpdates {
+	m := r.res.plan.Annotations.DesiredTGUpdates
+	d := m[group]
+	if d == nil {
+		d = &state.DesiredUpdates{}
+		m[group] = d
+	}
+	return d
 }
 
 // tainted says whether the allocation's node is gone or down (its live
