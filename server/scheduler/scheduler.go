@@ -197,3 +197,15 @@ func (s *serviceScheduler) followUp(snap State, eval *state.Evaluation, trigger,
 		ModifyTime:        now,
 	}
 }
+
+// DryRun computes the plan the evaluation would make over snap and submits
+// nothing (what Nomad's job plan shows): the plan's Annotations say, per
+// group, what it would do, and queued what no node could take. usage may
+// be nil (the walk over every allocation).
+func DryRun(snap State, eval *state.Evaluation, usage UsageSource) (plan *state.Plan, queued map[string]int, err error) {
+	res, err := compute(snap, eval, usage)
+	if err != nil {
+		return nil, nil, fmt.Errorf("evaluation %s: %w", eval.ID, err)
+	}
+	return res.plan, res.queued, nil
+}
