@@ -20,11 +20,14 @@ import (
 type Watcher struct {
 	deps svc.Deps
 	ops  *Service
-	// After waits for a duration of the deps.Now clock (progress
-	// deadlines); tests replace it with their fake clock's.
-	After func(time.Duration) <-chan time.Time
-	// EvalBatch is how long the health reports of one job are gathered
-	// into one evaluation.
+	// At fires once the deps.Now clock reaches a time (progress deadlines,
+	// evaluation batches); tests replace it with their fake clock's. It
+	// takes a point in time, not a duration, so that the clock moving on
+	// between the watcher reading it and arming the timer cannot push the
+	// timer out.
+	At func(time.Time) <-chan time.Time
+	// EvalBatch is how long (of the deps.Now clock) the health reports of
+	// one job are gathered into one evaluation.
 	EvalBatch time.Duration
 }
 
@@ -33,7 +36,9 @@ func NewWatcher(deps svc.Deps) *Watcher {
 	if deps.Logger == nil {
 		deps.Logger = hclog.NewNullLogger()
 	}
-	return &Watcher{deps: deps, ops: New(deps), After: time.After, EvalBatch: 100 * time.Millisecond}
+	w := &Watcher{deps: deps, ops: New(deps), EvalBatch: 100 * time.Millisecond}
+	w.At = func(t time.Time) <-chan time.Time { return time.After(t.Sub(w.deps.Now())) }
+	return w
 }
 
 // Rules of the watcher, as recorded in a deployment's history.
@@ -55,7 +60,7 @@ func watcherCause(rule string) state.DeploymentCause {
 // Run watches until ctx is cancelled (leadership ended).
 func (w *Watcher) Run(ctx context.Context) {
 	log := w.deps.Logger.Named("deployment_watcher")
-	// Evaluations waiting for their batch to close, by deployment (real time).
+	// Evaluations waiting for their batch to close, by deployment.
 	pending := map[string]time.Time{}
 	for {
 		st := w.deps.State()
@@ -81,32 +86,28 @@ func (w *Watcher) Run(ctx context.Context) {
 				deadline = next
 			}
 		}
-		var batch time.Time
 		for id, at := range pending {
-			if !time.Now().Before(at) {
+			if !now.Before(at) {
 				delete(pending, id)
 				if err := w.healthEval(st, id); err != nil {
 					log.Warn("creating evaluation for healthy allocations", "deployment", id, "error", err)
-					pending[id] = time.Now().Add(retryDelay)
+					pending[id] = now.Add(retryDelay)
 				}
-			} else if batch.IsZero() || at.Before(batch) {
-				batch = at
+			}
+			if at := pending[id]; !at.IsZero() && (deadline.IsZero() || at.Before(deadline)) {
+				deadline = at
 			}
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		changed := ws.WatchCh(wctx)
-		var deadlineCh, batchCh <-chan time.Time
+		var timer <-chan time.Time
 		if !deadline.IsZero() {
-			deadlineCh = w.After(deadline.Sub(now))
-		}
-		if !batch.IsZero() {
-			batchCh = time.After(time.Until(batch))
+			timer = w.At(deadline)
 		}
 		select {
 		case <-ctx.Done():
 		case <-changed:
-		case <-deadlineCh:
-		case <-batchCh:
+		case <-timer:
 		}
 		cancel()
 		if ctx.Err() != nil {
@@ -171,7 +172,7 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 		return deadline
 	}
 	if _, ok := pending[d.ID]; !ok && w.newlyHealthy(st, d) {
-		pending[d.ID] = time.Now().Add(w.EvalBatch)
+		pending[d.ID] = now.Add(w.EvalBatch)
 	}
 	return deadline
 }
