@@ -84,8 +84,10 @@ type outcome struct {
 // Run hands pending evaluations to the workers until ctx ends (leadership
 // is lost). It follows the evaluations table with watch sets, so a pending
 // evaluation written by anyone (a job registration, the deployment watcher,
-// a node going down) is picked up without polling.
-func (b *Broker) Run(ctx context.Context) {
+// a node going down) is picked up without polling. It returns an error when
+// it cannot read the state (the leader restarts it), after the workers
+// finished what they hold, so that no evaluation runs twice at once.
+func (b *Broker) Run(ctx context.Context) error {
 	// Another leader may have deleted allocations meanwhile (garbage
 	// collection): the usage view rebuilds from the state as it is now.
 	b.usage.ResetFrom(b.deps.State().AllocsIndex())
@@ -101,6 +103,13 @@ func (b *Broker) Run(ctx context.Context) {
 	defer close(work)
 
 	idle := b.workers
+	// drain waits for the workers to finish what they hold.
+	drain := func() {
+		for idle < b.workers {
+			<-done
+			idle++
+		}
+	}
 	inflight := map[jobKey]bool{}
 	// handled are pending evaluations already given to a worker (or done)
 	// whose new status is not in the state yet.
@@ -113,8 +122,8 @@ func (b *Broker) Run(ctx context.Context) {
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
 		if err := queue.refresh(st, ws); err != nil {
-			b.logger.Error("failed to read pending evaluations", "error", err)
-			return
+			drain()
+			return fmt.Errorf("reading pending evaluations: %w", err)
 		}
 		for id := range handled {
 			if queue.pending[id] == nil {
@@ -129,8 +138,8 @@ func (b *Broker) Run(ctx context.Context) {
 		}
 		idx, err := st.NodesIndexWatch(ws)
 		if err != nil {
-			b.logger.Error("failed to read nodes", "error", err)
-			return
+			drain()
+			return fmt.Errorf("reading nodes: %w", err)
 		}
 		if idx != nodesIndex {
 			// New nodes or capacity: blocked evaluations may place now.
@@ -189,11 +198,8 @@ func (b *Broker) Run(ctx context.Context) {
 				t.Stop()
 			}
 			// Let the workers finish what they hold before returning.
-			for idle < b.workers {
-				<-done
-				idle++
-			}
-			return
+			drain()
+			return nil
 		case o := <-done:
 			idle++
 			delete(inflight, jobKey{o.eval.Namespace, o.eval.JobID})
