@@ -200,10 +200,10 @@ func (s *serviceScheduler) followUp(snap State, eval *state.Evaluation, trigger,
 
 // DryRun computes the plan the evaluation would make over snap and submits
 // nothing (what Nomad's job plan shows): the plan's Annotations say, per
-// group, what it would do, and queued what no node could take. usage may
+// group, what it would do, and queued what no node could take. view may
 // be nil (the walk over every allocation).
-func DryRun(snap State, eval *state.Evaluation, usage UsageSource) (plan *state.Plan, queued map[string]int, err error) {
-	res, err := compute(snap, eval, usage)
+func DryRun(snap State, eval *state.Evaluation, view UsageSource) (plan *state.Plan, queued map[string]int, err error) {
+	res, err := compute(snap, eval, view)
 	if err != nil {
 		return nil, nil, fmt.Errorf("evaluation %s: %w", eval.ID, err)
 	}
