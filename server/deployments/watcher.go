@@ -2,6 +2,7 @@ package deployments
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
@@ -57,8 +58,10 @@ func watcherCause(rule string) state.DeploymentCause {
 	return state.DeploymentCause{Kind: "watcher", Rule: rule}
 }
 
-// Run watches until ctx is cancelled (leadership ended).
-func (w *Watcher) Run(ctx context.Context) {
+// Run watches until ctx is cancelled (leadership ended). It returns an
+// error when it cannot list the deployments (it would have nothing to
+// watch): the leader restarts it.
+func (w *Watcher) Run(ctx context.Context) error {
 	log := w.deps.Logger.Named("deployment_watcher")
 	// Evaluations waiting for their batch to close, by deployment.
 	pending := map[string]time.Time{}
@@ -68,7 +71,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		ws.Add(st.AbandonCh())
 		_, all, err := st.ActiveDeployments(ws)
 		if err != nil {
-			log.Error("listing deployments", "error", err)
+			return fmt.Errorf("listing deployments: %w", err)
 		}
 		now := w.deps.Now()
 		var deadline time.Time
@@ -111,7 +114,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		}
 		cancel()
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 	}
 }

@@ -24,15 +24,15 @@ func startWatcher(t *testing.T, f *deploytest.Fixture) {
 func runWatcher(t *testing.T, w *deployments.Watcher) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("watcher returned %v", err)
+			}
 		case <-time.After(5 * time.Second):
 			t.Error("watcher did not stop when its context was cancelled")
 		}
