@@ -179,18 +179,6 @@ func (j *Job) SpecChanged(o *Job) bool {
 	return !reflect.DeepEqual(&a, &b)
 }
 
-// TaskGroupChanged says whether group name differs between two versions of a
-// job in anything but its Count: an unchanged group is updated in place.
-func TaskGroupChanged(a, b *Job, name string) bool {
-	ga, gb := a.LookupTaskGroup(name), b.LookupTaskGroup(name)
-	if ga == nil || gb == nil {
-		return true
-	}
-	x, y := *ga, *gb
-	x.Count, y.Count = 0, 0
-	return !reflect.DeepEqual(&x, &y)
-}
-
 func init() {
 	registerTable(&memdb.TableSchema{
 		Name: jobsTable,

@@ -30,6 +30,9 @@ type Plan struct {
 	FollowupEvals []*Evaluation
 	Followups     []*AllocFollowup
 	Now           int64
+	// Annotations say what the scheduler wanted per group (Nomad's plan
+	// annotations, read by a dry run). They are not part of the Raft entry.
+	Annotations *PlanAnnotations `codec:"-"`
 }
 
 // AllocFollowup links a failed allocation to the evaluation that will
@@ -37,6 +40,29 @@ type Plan struct {
 type AllocFollowup struct {
 	AllocID        string
 	FollowupEvalID string
+}
+
+// PlanAnnotations are Nomad's Plan.Annotations.
+type PlanAnnotations struct {
+	// DesiredTGUpdates: per task group of the job (and per group of
+	// allocations the job no longer has), what the plan does.
+	DesiredTGUpdates map[string]*DesiredUpdates
+}
+
+// DesiredUpdates counts a plan's decisions for one group (Nomad's). Place
+// and Canary count attempted placements (some may find no node), Stop
+// every stop but a destructive update's, Ignore the allocations left as
+// they are (destructive updates waiting for their turn included).
+// Migrate and Preemptions stay 0: there is no draining or preemption.
+type DesiredUpdates struct {
+	Ignore            uint64
+	Place             uint64
+	Migrate           uint64
+	Stop              uint64
+	InPlaceUpdate     uint64
+	DestructiveUpdate uint64
+	Canary            uint64
+	Preemptions       uint64
 }
 
 // AllocStop tells an allocation to stop.
@@ -49,8 +75,9 @@ type AllocStop struct {
 	FollowupEvalID string
 }
 
-// AllocInPlace moves an allocation to a new job version whose group did not
-// change (a scale-only change), without replacing it.
+// AllocInPlace moves an allocation to a new job version whose group changed
+// only in what a running task can take on (the scheduler's in-place rule),
+// without replacing it.
 type AllocInPlace struct {
 	AllocID      string
 	JobVersion   uint64

@@ -35,10 +35,10 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	})
 
 	a.Broker = evals.New(deps, serviceScheduler, a.Config.SchedulerWorkers)
-	a.AddLeaderRoutine("eval-broker", a.Broker.Run)
+	a.AddLeaderRoutineErr("eval-broker", a.Broker.Run)
 
 	watcher := deployments.NewWatcher(deps)
-	a.AddLeaderRoutine("deployment-watcher", watcher.Run)
+	a.AddLeaderRoutineErr("deployment-watcher", watcher.Run)
 
 	nodeSvc := nodes.New(deps, nodes.Config{HeartbeatTTL: a.Config.HeartbeatTTL})
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
