@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -71,4 +73,15 @@ func VerifyLogsGrant(secret, grant, allocID, task, stream string, now time.Time)
 		return errors.New("the logs grant has expired")
 	}
 	return nil
+}
+
+// LogsGrant asks the servers for a grant to read a task stream of an
+// allocation on its node (needs node:read and read-logs, as the logs).
+func (c *Client) LogsGrant(ctx context.Context, allocID, task, stream string) (*LogsGrantResponse, error) {
+	var out LogsGrantResponse
+	q := &QueryOptions{Params: map[string]string{"task": task, "type": stream}}
+	if _, err := c.query(ctx, "/v1/client/fs/logs-grant/"+url.PathEscape(allocID), q, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

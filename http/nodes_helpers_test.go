@@ -169,3 +169,23 @@ func ntEvals(t *testing.T, ts *servertest.TestServer, jobID, trigger string) []*
 	}
 	return out
 }
+
+// ntNodeClient is a client presenting a node's secret, as a client agent does.
+type ntNodeClient struct {
+	*api.Client
+	secret string
+}
+
+// ntRegister registers a new node with c (whose token introduces it) and
+// returns a client that acts as that node.
+func ntRegister(t *testing.T, c *api.Client, reg *api.NodeRegistration) *ntNodeClient {
+	t.Helper()
+	resp, err := c.RegisterNode(context.Background(), reg)
+	if err != nil {
+		t.Fatalf("register %s: %v", reg.Name, err)
+	}
+	if resp.SecretID == "" {
+		t.Fatalf("register %s answered no secret: %+v", reg.Name, resp)
+	}
+	return &ntNodeClient{Client: c.AsNode(resp.SecretID), secret: resp.SecretID}
+}
