@@ -140,7 +140,7 @@ func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, notFound(fmt.Sprintf("node %s has no logs of task %q of allocation %s", t.NodeName, task, t.AllocID))
+		return nil, notFound(fmt.Sprintf("task %q of allocation %s not found on node %s", task, t.AllocID, t.NodeName))
 	case resp.StatusCode != http.StatusOK:
 		// The node's body is not quoted (the node is not trusted with the caller's screen).
 		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s answered %d to the logs request", t.NodeName, resp.StatusCode)}
@@ -148,14 +148,15 @@ func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	copyFlushing(w, resp.Body)
+	rc := http.NewResponseController(w) // unwraps the middleware's writers
+	_ = rc.Flush()
+	copyFlushing(w, rc, resp.Body)
 	return written, nil
 }
 
 // copyFlushing streams body to w, flushing each read (a followed stream
 // reaches the caller as it is written).
-func copyFlushing(w http.ResponseWriter, body io.Reader) {
-	f, _ := w.(http.Flusher)
+func copyFlushing(w io.Writer, rc *http.ResponseController, body io.Reader) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := body.Read(buf)
@@ -163,8 +164,8 @@ func copyFlushing(w http.ResponseWriter, body io.Reader) {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}
-			if f != nil {
-				f.Flush()
+			if rc.Flush() != nil {
+				return
 			}
 		}
 		if err != nil {
