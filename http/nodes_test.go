@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -487,4 +488,48 @@ func TestNodeClientAllocationsSince(t *testing.T) {
 		}
 	}
 	expectError(t, env.srv.Do(t, "GET", "/v1/client/allocations/"+reg.ID+"?since=x", "", api.NodeSecretHeader, nc.secret), 400, `Invalid since: "x" is not an index`)
+}
+
+// Registration caps: resources > 0, a node's record at most 64 KiB as
+// JSON, at most MaxNodes nodes (a re-registration is not a new node).
+func TestNodeRegistrationCaps(t *testing.T) {
+	env := ntStartWith(t, nodes.Config{HeartbeatTTL: time.Minute, MaxNodes: 2})
+	c := env.client(t, "")
+	ctx := context.Background()
+	refused := func(what string, reg *api.NodeRegistration, msg string) {
+		t.Helper()
+		_, err := c.RegisterNode(ctx, reg)
+		var apiErr *api.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Message != msg {
+			t.Errorf("%s: got %v, want 400 %q", what, err, msg)
+		}
+	}
+	noCPU := ntNode("no-cpu")
+	noCPU.Resources.CPU = 0
+	refused("no CPU", noCPU, "Node Resources.CPU must be greater than 0 (MHz), got 0")
+	noMem := ntNode("no-mem")
+	noMem.Resources.MemoryMB = -1
+	refused("negative memory", noMem, "Node Resources.MemoryMB must be greater than 0, got -1")
+	big := ntNode("big")
+	big.Meta = map[string]string{}
+	for i := range 40 {
+		big.Meta[fmt.Sprint("k", i)] = strings.Repeat("x", 2000)
+	}
+	_, err := c.RegisterNode(ctx, big)
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "as JSON: the limit is 65536") {
+		t.Errorf("a 80 KB node: %v", err)
+	}
+	a := ntRegister(t, c, ntNode("n1"))
+	ntRegister(t, c, ntNode("n2"))
+	refused("a third node", ntNode("n3"), "Too many nodes: 2 are registered, the limit is 2 (server -max-nodes); remove down nodes (system gc) or raise it")
+	// The first node registers again: not a new node.
+	again := ntNode("n1")
+	again.ID = ""
+	if _, err := c.WithNodeSecret(a.secret).RegisterNode(ctx, again); err != nil {
+		t.Errorf("re-registration at the cap: %v", err)
+	}
+	if n, _ := env.ts.Server.State().NodeCount(); n != 2 {
+		t.Errorf("%d nodes, want 2", n)
+	}
 }
