@@ -20,7 +20,7 @@ type Caller struct {
 	ACL *acl.Authorizer
 }
 
-// ErrNodeSecretMismatch is a re-registration without the node's secret
+// nodeSecretMismatch refuses a re-registration without the node's secret
 // (Nomad's text).
 const nodeSecretMismatch = "node secret ID does not match"
 
