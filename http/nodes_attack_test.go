@@ -160,6 +160,12 @@ func TestNodeIdentityAttacker(t *testing.T) {
 			t.Errorf("read the victim's allocations with %s: %s", h[0], r)
 		}
 	}
+	// A blocking read is refused before it waits.
+	began := time.Now()
+	r := s.Do(t, "GET", "/v1/client/allocations/"+victimID+"?index=999999&wait=5s", "", api.NodeSecretHeader, self.secret)
+	if r.Status != 403 || time.Since(began) > 2*time.Second {
+		t.Errorf("blocking read of the victim's allocations: %s after %v", r, time.Since(began))
+	}
 	// 5. Update the victim's allocations: a forged failure, forged health.
 	failed := []*api.AllocClientUpdate{{ID: allocID, ClientStatus: api.AllocClientStatusFailed,
 		TaskStates: map[string]*api.TaskState{"app": {State: api.TaskStateDead, Failed: true}}}}

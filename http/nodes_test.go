@@ -72,6 +72,12 @@ func TestNodeRegisterHeartbeatAndTTLExpiry(t *testing.T) {
 	// CreateIndex: with the node's secret, which is not answered again.
 	again := ntNode("node-a")
 	again.ID = ""
+	// ACLs are off here: without the secret it is still refused.
+	_, err = c.RegisterNode(ctx, again)
+	var denied *api.Error
+	if !errors.As(err, &denied) || denied.StatusCode != 403 || denied.Message != "Permission denied: node secret ID does not match" {
+		t.Fatalf("re-register by name without the secret, ACLs off: %v", err)
+	}
 	resp2, err := c.WithNodeSecret(resp.SecretID).RegisterNode(ctx, again)
 	if err != nil {
 		t.Fatal(err)
