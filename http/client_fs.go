@@ -190,11 +190,12 @@ type serverAddrs interface {
 type addrGuard struct {
 	exact map[string]bool // "ip:port"
 	local map[string]bool // ports of listeners on every interface
+	loop  map[string]bool // ports of loopback listeners: every loopback address counts (127.0.0.1 or ::1 first)
 	ips   map[string]bool // this machine's addresses
 }
 
 func (h *Handler) serverAddrGuard() *addrGuard {
-	g := &addrGuard{exact: map[string]bool{}, local: map[string]bool{}, ips: map[string]bool{}}
+	g := &addrGuard{exact: map[string]bool{}, local: map[string]bool{}, loop: map[string]bool{}, ips: map[string]bool{}}
 	var addrs []string
 	if sa, ok := h.backend.(serverAddrs); ok {
 		addrs = append(addrs, sa.HTTPAddr(), sa.HTTPSAddr(), sa.RaftAddr())
@@ -213,6 +214,8 @@ func (h *Handler) serverAddrGuard() *addrGuard {
 		switch {
 		case host == "" || (ip != nil && ip.IsUnspecified()):
 			g.local[port] = true
+		case ip != nil && ip.IsLoopback():
+			g.loop[port] = true
 		case ip != nil:
 			g.exact[net.JoinHostPort(ip.String(), port)] = true
 		default:
@@ -221,7 +224,11 @@ func (h *Handler) serverAddrGuard() *addrGuard {
 			ips, _ := net.DefaultResolver.LookupIPAddr(ctx, host)
 			cancel()
 			for _, x := range ips {
-				g.exact[net.JoinHostPort(x.IP.String(), port)] = true
+				if x.IP.IsLoopback() {
+					g.loop[port] = true
+				} else {
+					g.exact[net.JoinHostPort(x.IP.String(), port)] = true
+				}
 			}
 		}
 	}
@@ -248,6 +255,9 @@ func (g *addrGuard) check(address string) error {
 		return fmt.Errorf("unexpected dial address %q", address)
 	}
 	if g.exact[net.JoinHostPort(ip.String(), port)] {
+		return errServerAddr
+	}
+	if g.loop[port] && ip.IsLoopback() {
 		return errServerAddr
 	}
 	if g.local[port] && (ip.IsLoopback() || ip.IsUnspecified() || g.ips[ip.String()]) {

@@ -247,8 +247,16 @@ func TestNodeLogsProxyForwardsNoCredentials(t *testing.T) {
 	node := ntNode("catcher")
 	node.HTTPAddr = ln.Addr().String()
 	nc := ntRegister(t, ac, node)
+	// A server's own address is refused at registration; the same
+	// listener by another name passes there, and is refused by the proxy
+	// on the address it would dial.
+	serverAddr := strings.TrimPrefix(s.URL, "http://")
 	loop := ntNode("loop")
-	loop.HTTPAddr = strings.TrimPrefix(s.URL, "http://")
+	loop.HTTPAddr = serverAddr
+	_, err = ac.RegisterNode(context.Background(), loop)
+	atkRefused(t, "a server's address as HTTPAddr", err, 400, `Node HTTPAddr "`+serverAddr+`" is the address of server `)
+	_, port, _ := net.SplitHostPort(serverAddr)
+	loop.HTTPAddr = "localhost:" + port
 	ntRegister(t, ac, loop)
 	dead := ntNode("dead")
 	dead.HTTPAddr = "127.0.0.1:1"

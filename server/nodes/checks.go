@@ -42,6 +42,19 @@ func (s *Service) validNode(n *state.Node) error {
 	if n.Resources.MemoryMB <= 0 {
 		return invalid("Node Resources.MemoryMB must be greater than 0, got %d", n.Resources.MemoryMB)
 	}
+	if n.HTTPAddr != "" {
+		// The logs proxy refuses to dial them anyway (http/client_fs.go);
+		// refused here too, the mistake is seen at once.
+		_, servers, err := s.deps.State().Servers(nil)
+		if err != nil {
+			return err
+		}
+		for _, srv := range servers {
+			if n.HTTPAddr == srv.HTTPAddr || n.HTTPAddr == srv.RaftAddr {
+				return invalid("Node HTTPAddr %q is the address of server %s: a node must register its own", n.HTTPAddr, srv.Name)
+			}
+		}
+	}
 	buf, err := json.Marshal(n)
 	if err != nil {
 		return invalid("Node cannot be encoded: %v", err)
