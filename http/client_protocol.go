@@ -152,11 +152,11 @@ func (h *Handler) clientRegister(w http.ResponseWriter, r *http.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	reg2, err := nodes.Register(caller, node)
+	res, err := nodes.Register(caller, node)
 	if err != nil {
 		return nil, err
 	}
-	return &api.NodeRegisterResponse{NodeID: reg2.NodeID, SecretID: reg2.SecretID, HeartbeatTTL: reg2.HeartbeatTTL, Index: reg2.Index}, nil
+	return &api.NodeRegisterResponse{NodeID: res.NodeID, SecretID: res.SecretID, HeartbeatTTL: res.HeartbeatTTL, Index: res.Index}, nil
 }
 
 func (h *Handler) clientHeartbeat(w http.ResponseWriter, r *http.Request) (any, error) {
