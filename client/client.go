@@ -27,7 +27,8 @@ type Config struct {
 	// Servers are the servers' HTTP base URLs, tried in turn (with backoff
 	// and jitter) when one fails.
 	Servers []string
-	// Token is a token with node:write ("" when ACLs are off).
+	// Token is a token with node:write ("" when ACLs are off): it
+	// introduces a new node; the node's later calls present its secret.
 	Token string
 	// NodeID is the node's ID (a UUID); "" picks a new one.
 	NodeID     string
@@ -78,6 +79,8 @@ type Client struct {
 	clock   Clock
 	servers []*api.Client
 	nodeID  string
+	// secret is the node's secret (identity.go); guarded by mu.
+	secret string
 	// httpAddr is the address of the client's own API ("" when none).
 	httpAddr string
 
@@ -133,6 +136,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("client: at least one server address is needed")
 	}
 	var saved *savedState
+	var secret string
 	if cfg.DataDir != "" {
 		var err error
 		if saved, err = loadState(cfg.DataDir); err != nil {
@@ -140,6 +144,9 @@ func New(cfg Config) (*Client, error) {
 		}
 		if saved != nil && cfg.NodeID == "" {
 			cfg.NodeID = saved.NodeID
+		}
+		if secret, err = loadSecret(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
 		}
 	}
 	if cfg.NodeID == "" {
@@ -183,7 +190,7 @@ func New(cfg Config) (*Client, error) {
 		clock = realClock{now: cfg.Now}
 	}
 	c := &Client{
-		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID,
+		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID, secret: secret,
 		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
 		registered: make(chan struct{}), ctx: context.Background(), saved: saved,
 	}
@@ -235,7 +242,7 @@ func (c *Client) Run(ctx context.Context) error {
 	var index, since uint64
 	for ctx.Err() == nil {
 		srv := c.server()
-		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute}, since)
+		allocs, meta, err := c.asNode(srv).NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute}, since)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -296,7 +303,13 @@ func (c *Client) register(ctx context.Context) error {
 	}
 	for {
 		srv := c.server()
-		resp, err := srv.RegisterNode(ctx, reg)
+		// The token introduces a new node; the secret proves an existing one.
+		resp, err := srv.WithNodeSecret(c.NodeSecret()).RegisterNode(ctx, reg)
+		if err == nil && resp.SecretID != "" {
+			if err := c.setSecret(resp.SecretID); err != nil {
+				return err
+			}
+		}
 		if err == nil {
 			c.succeeded()
 			c.mu.Lock()
@@ -349,7 +362,7 @@ func (c *Client) heartbeat() {
 		return
 	}
 	srv := c.server()
-	resp, err := srv.Heartbeat(ctx, c.nodeID)
+	resp, err := c.asNode(srv).Heartbeat(ctx, c.nodeID)
 	switch {
 	case err == nil:
 		c.succeeded()
@@ -518,9 +531,10 @@ func (c *Client) flush() {
 	save()
 
 	srv := c.server()
-	_, err := srv.UpdateAllocations(ctx, c.nodeID, batch)
+	_, err := c.asNode(srv).UpdateAllocations(ctx, c.nodeID, batch)
 	var apiErr *api.Error
-	refused := errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusRequestEntityTooLarge)
+	refused := errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusRequestEntityTooLarge ||
+		apiErr.StatusCode == http.StatusForbidden || apiErr.StatusCode == http.StatusConflict)
 	if err != nil && !refused {
 		c.failed(srv, err)
 	} else if err == nil {

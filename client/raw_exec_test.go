@@ -309,7 +309,8 @@ func TestRawExecClientRestartReattaches(t *testing.T) {
 	waitDead(t, keep)
 }
 
-// The client's logs endpoint streams what a task writes as it writes it.
+// The logs, read through the servers (which call the client's own
+// endpoint with a grant), stream what a task writes as it writes it.
 func TestRawExecLogsFollow(t *testing.T) {
 	e := newRawEnv(t)
 	dir := t.TempDir()
@@ -321,7 +322,7 @@ func TestRawExecLogsFollow(t *testing.T) {
 		Env: map[string]string{"OUT": dir}, KillTimeout: time.Second})
 	e.waitAlloc(t, allocID, "running", func(a *api.Allocation) bool { return a.ClientStatus == api.AllocClientStatusRunning })
 
-	base := "http://" + e.client.HTTPAddr() + "/v1/client/fs/logs/" + allocID
+	base := e.url + "/v1/client/fs/logs/" + allocID
 	resp, err := http.Get(base + "?task=main&type=stdout&follow=true")
 	if err != nil {
 		t.Fatal(err)
@@ -369,12 +370,41 @@ func TestRawExecLogsFollow(t *testing.T) {
 	if code, body := get("?task=nope&type=stdout"); code != 404 || !strings.Contains(body, "not found") {
 		t.Errorf("unknown task: %d %q", code, body)
 	}
-	r, err := http.Get("http://" + e.client.HTTPAddr() + "/v1/client/fs/logs/not-a-uuid?task=main&type=stdout")
+	r, err := http.Get(e.url + "/v1/client/fs/logs/not-a-uuid?task=main&type=stdout")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Body.Close()
 	if r.StatusCode != 400 {
 		t.Errorf("malformed alloc ID: %d", r.StatusCode)
+	}
+
+	// Straight to the client: a grant from the servers works (for that
+	// task and stream only); nothing at all is 403.
+	direct := func(grant, query string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+e.client.HTTPAddr()+"/v1/client/fs/logs/"+allocID+query, nil)
+		if grant != "" {
+			req.Header.Set(api.LogsGrantHeader, grant)
+		}
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	if code, body := direct("", "?task=main&type=stdout"); code != 403 || !strings.Contains(body, "Permission denied") {
+		t.Errorf("no credentials: %d %q", code, body)
+	}
+	g, err := e.api.LogsGrant(context.Background(), allocID, "main", "stdout")
+	if err != nil || g.NodeID != e.nodeID {
+		t.Fatalf("logs grant: %+v %v", g, err)
+	}
+	if code, body := direct(g.Grant, "?task=main&type=stdout&origin=end&offset=7"); code != 200 || body != "line 5\n" {
+		t.Errorf("with a grant: %d %q", code, body)
+	}
+	if code, body := direct(g.Grant, "?task=main&type=stderr"); code != 403 || !strings.Contains(body, "not for this allocation, task and stream") {
+		t.Errorf("a stdout grant read stderr: %d %q", code, body)
 	}
 }

@@ -363,22 +363,24 @@ func acxEndpoints() []acxEndpoint {
 		// Garbage collection (Nomad's /v1/system/gc): management.
 		{method: "PUT", path: "/v1/system/gc", need: needManagement, ok: ok},
 
-		// Nodes and allocations (design §6b): node:read, namespace read-job;
-		// the client protocol node:write (its rows stop at validation,
-		// which comes after the check).
+		// Nodes and allocations (design §6b): node:read, namespace read-job.
+		// The client protocol is checked by the node service against the
+		// node's secret (nodes_attack_test.go): a registration resolves the
+		// token first, the node-only calls check their path and body first.
 		{method: "GET", path: "/v1/nodes", need: needNodeRead, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/node/" + otherID, need: needNodeRead, ok: acxWant{404, "node not found"}},
 		{method: "GET", path: "/v1/node/" + otherID + "/allocations", need: needNodeRead, ok: acxWant{404, "node not found"}},
 		{method: "GET", path: "/v1/allocations", need: needNSReadJob, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/allocation/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
-		{method: "PUT", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNodeWrite, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
-		{method: "POST", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNodeWrite, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
-		{method: "PUT", path: "/v1/client/heartbeat/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
-		{method: "POST", path: "/v1/client/heartbeat/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNomadToken, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
+		{method: "POST", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNomadToken, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
+		{method: "PUT", path: "/v1/client/heartbeat/x", need: needNone, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/heartbeat/x", need: needNone, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/logs/x", need: needNodeRead, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
-		{method: "GET", path: "/v1/client/allocations/x", need: needNodeWrite, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
-		{method: "PUT", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNodeWrite, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
-		{method: "POST", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNodeWrite, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/logs-grant/x", need: needNodeRead, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/allocations/x", need: needNone, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNone, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNone, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
 
 		// Wrong method and unknown path: answered before any token is looked at.
 		{method: "POST", path: "/v1/acl/policies", need: needNone, ok: acxWant{405, "method POST not allowed"}},

@@ -83,6 +83,9 @@ type Config struct {
 	// HeartbeatTTL is how long a client node may stay silent before it is
 	// marked down (default 10s).
 	HeartbeatTTL time.Duration
+	// MaxNodes caps how many client nodes may be registered (default
+	// nodes.DefaultMaxNodes, 10,000); a new node over it is refused.
+	MaxNodes int
 	// DevNodes is how many simulated client nodes (mock_driver) the agent
 	// runs in its own process; agent -dev runs one.
 	DevNodes int

@@ -40,7 +40,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	watcher := deployments.NewWatcher(deps)
 	a.AddLeaderRoutineErr("deployment-watcher", watcher.Run)
 
-	nodeSvc := nodes.New(deps, nodes.Config{HeartbeatTTL: a.Config.HeartbeatTTL})
+	nodeSvc := nodes.New(deps, nodes.Config{HeartbeatTTL: a.Config.HeartbeatTTL, MaxNodes: a.Config.MaxNodes})
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
 
 	a.GC = gc.New(deps, gc.Config{
