@@ -18,9 +18,15 @@ import (
 const jobUsage = `Usage: ctlplane job <command> [flags] [args]
 
 Commands (Nomad's verbs):
-  run [-detach] [-output] FILE       register a job from a JSON or HCL2 job file ("-": stdin) and
+  run [-detach] [-output] [-check-index N] FILE
+                                     register a job from a JSON or HCL2 job file ("-": stdin) and
                                      monitor its evaluation and deployment (exit 0 successful,
                                      2 failed); -output prints the JSON job instead
+                                     -check-index N registers only if the job's modify index is N
+                                     (0: only if the job does not exist), as after job plan
+  plan [-diff=false] [-verbose] FILE dry-run a job file: the diff from the registered job, what the
+                                     scheduler would do, the job modify index (nothing is written;
+                                     exit 0 no allocation created or destroyed, 1 some, 255 error)
   status [ID]                        list jobs, or show one (with its latest deployment and allocations)
   stop [-purge] [-detach] ID         stop a job (-purge: and delete it)
   history ID                         list a job's versions
@@ -35,6 +41,7 @@ var jobStdin io.Reader = os.Stdin
 func runJob(args []string, stdout, stderr io.Writer) int {
 	return dispatch("job", jobUsage, map[string]func([]string, io.Writer, io.Writer) int{
 		"run":     jobRun,
+		"plan":    jobPlan,
 		"status":  jobStatus,
 		"stop":    jobStop,
 		"history": jobHistory,
@@ -76,6 +83,7 @@ func jobRun(args []string, stdout, stderr io.Writer) int {
 	c := newNomadCmd("job run", jobUsage, stdout, stderr)
 	detach := c.flags.Bool("detach", false, "return once the job is registered, without monitoring")
 	output := c.flags.Bool("output", false, "print the job as JSON (the body PUT /v1/jobs takes) and exit")
+	checkIndex := c.flags.Int64("check-index", -1, "register only if the job modify index is this one (0: a new job)")
 	if !c.parse(args, 1, 1) {
 		return exitError
 	}
@@ -84,6 +92,9 @@ func jobRun(args []string, stdout, stderr io.Writer) int {
 		return c.fail(err)
 	}
 	body := map[string]any{"Job": job}
+	if *checkIndex >= 0 {
+		body["EnforceIndex"], body["JobModifyIndex"] = true, *checkIndex
+	}
 	if *output {
 		return printJSON(c, body)
 	}
