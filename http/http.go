@@ -116,6 +116,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerJobPlan()
 	h.registerClientFS()
 	h.registerSystem()
+	h.registerNomadCLI()
 	return h
 }
 

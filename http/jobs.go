@@ -123,7 +123,7 @@ func (h *Handler) jobRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	return job, nil
 }
 
-// jobListStub is a list entry, as Nomad's JobListStub (no JobSummary).
+// jobListStub is a list entry, as Nomad's JobListStub.
 type jobListStub struct {
 	ID                string
 	ParentID          string
@@ -137,6 +137,7 @@ type jobListStub struct {
 	Stop              bool
 	Status            string
 	StatusDescription string
+	JobSummary        *state.JobSummary
 	Version           uint64
 	CreateIndex       uint64
 	ModifyIndex       uint64
@@ -169,6 +170,14 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var out []*jobListStub
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, all, err := s.Jobs(ws, ns, prefix)
+		if err != nil {
+			return 0, err
+		}
+		sumIdx, sums, err := s.JobSummaries(ws, all)
+		if err != nil {
+			return 0, err
+		}
+		idx = max(idx, sumIdx)
 		out = make([]*jobListStub, 0, len(all))
 		for _, j := range all {
 			// With "*", only the namespaces the token may read.
@@ -180,13 +189,14 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 				Priority: j.Priority, Stop: j.Stop, Status: j.Status, StatusDescription: j.StatusDescription,
 				Version: j.Version, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
 				JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime,
+				JobSummary: sums[[2]string{j.Namespace, j.ID}],
 			}
 			if withMeta {
 				stub.Meta = j.Meta
 			}
 			out = append(out, stub)
 		}
-		return idx, err
+		return idx, nil
 	})
 	if err != nil {
 		return nil, err

@@ -65,6 +65,7 @@ func TestJobACL(t *testing.T) {
 	scale := s.tokenWithRules(t, "scale", `namespace "default" { policy = "scale" }`, "").SecretID
 
 	reg := mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 1, ""), "X-Nomad-Token", mgmt)
+	mkNamespace(t, ts, "team-a", "X-Nomad-Token", mgmt)
 	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 1, `,"Namespace":"team-a"`), "X-Nomad-Token", mgmt)
 	evalPath := "/v1/evaluation/" + reg.EvalID
 

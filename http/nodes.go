@@ -176,9 +176,9 @@ func (h *Handler) allocRead(w http.ResponseWriter, r *http.Request) (any, error)
 		return nil, err
 	}
 	caller := id.caller()
-	var alloc *state.Allocation
+	var alloc *allocDetail
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, a, err := s.Alloc(ws, allocID)
+		idx, a, err := readAllocDetail(ws, s, allocID)
 		if err == nil && a != nil {
 			// Before any wait, and without index headers on a refusal.
 			err = caller.RequireNamespace(a.Namespace, acl.CapReadJob)

@@ -412,7 +412,7 @@ func upsertJobTxn(txn *memdb.Txn, idx uint64, job *Job) (*JobRegisterResult, err
 // JobRegister registers a job and inserts the evaluation that goes with it,
 // in one transaction at idx.
 func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegisterResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	res, err := upsertJobTxn(txn, idx, job)
 	if err != nil {
@@ -426,7 +426,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 			return nil, err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return res, nil
 }
 
@@ -436,7 +436,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 // and its active deployments are cancelled: a job registered again under
 // the same ID (at version 0 again) must not take them for its own.
 func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(jobsTable, "id", ns, id)
 	if err != nil {
@@ -473,7 +473,7 @@ func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
 	if err := retirePurgedJobTxn(txn, idx, ns, id, now); err != nil {
 		return err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -521,12 +521,12 @@ func retirePurgedJobTxn(txn *memdb.Txn, idx uint64, ns, id string, now int64) er
 
 // JobSetStable marks one version of a job stable or not at idx.
 func (s *Store) JobSetStable(idx uint64, ns, id string, version uint64, stable bool) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	if err := setJobStableTxn(txn, idx, ns, id, version, stable); err != nil {
 		return err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 

@@ -75,7 +75,7 @@ func (s *Store) Nodes(ws memdb.WatchSet) (uint64, []*Node, error) {
 // NodeRegister inserts or replaces a node at idx, keeping its CreateIndex;
 // evals (when given) are inserted in the same transaction.
 func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	stored := *node
 	raw, err := txn.First(nodesTable, "id", node.ID)
@@ -99,7 +99,7 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -107,7 +107,7 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 // allocations that are still live on it marked lost, and evals (the
 // node-update evaluations of the affected jobs) are inserted with it.
 func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string, evals []*Evaluation, now int64) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(nodesTable, "id", nodeID)
 	if err != nil {
@@ -169,7 +169,7 @@ func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string,
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 

@@ -103,7 +103,7 @@ type PlanResult struct {
 // updates is gone, or a deployment it places for or updates is no longer
 // running. The scheduler then tries again from a fresh snapshot.
 func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	if reason, err := checkPlanTxn(txn, p); err != nil || reason != "" {
 		return &PlanResult{Refused: reason}, err
@@ -252,7 +252,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 	if err := refreshJobStatusTxn(txn, idx, p.Namespace, p.JobID); err != nil {
 		return nil, err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return &PlanResult{Index: idx}, nil
 }
 

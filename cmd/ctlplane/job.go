@@ -31,6 +31,7 @@ Commands (Nomad's verbs):
   stop [-purge] [-detach] ID         stop a job (-purge: and delete it)
   history ID                         list a job's versions
   revert [-detach] ID VERSION        register an older version again
+  scale [-detach] ID [GROUP] COUNT   set a group's count (GROUP may be left out for a one-group job)
 
 Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 -token (env CTLPLANE_TOKEN, then NOMAD_TOKEN).
@@ -46,6 +47,7 @@ func runJob(args []string, stdout, stderr io.Writer) int {
 		"stop":    jobStop,
 		"history": jobHistory,
 		"revert":  jobRevert,
+		"scale":   jobScale,
 	}, args, stdout, stderr)
 }
 

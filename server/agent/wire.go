@@ -13,6 +13,7 @@ import (
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/namespaces"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -58,6 +59,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 		Jobs:        jobs.New(deps),
 		Deployments: deployments.New(deps),
 		Nodes:       nodeSvc,
+		Namespaces:  namespaces.New(deps),
 	}
 }
 

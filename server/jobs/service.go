@@ -108,7 +108,9 @@ func (s *Service) register(job *state.Job, trigger string, evalPriority int) (*s
 	job.CreateIndex, job.ModifyIndex, job.JobModifyIndex = 0, 0, 0
 	job.SubmitTime = now
 	eval := s.newEval(job, trigger, evalPriority, now)
-	res, err := fsm.Apply(s.deps.Raft, fsm.JobRegister, &fsm.JobRegisterRequest{Job: job, Eval: eval})
+	res, err := fsm.Apply(s.deps.Raft, fsm.JobRegister, &fsm.JobRegisterRequest{Job: job, Eval: eval,
+		// Stopping a job stays possible whatever became of its namespace.
+		NamespaceMustExist: trigger != state.EvalTriggerJobDeregister})
 	if err != nil {
 		return nil, err
 	}

@@ -216,6 +216,12 @@ func Job(ns, id, meta string, groups ...Group) *state.Job {
 // returns the stored latest version.
 func (f *Fixture) RegisterJob(job *state.Job) *state.Job {
 	f.T.Helper()
+	// Jobs live in existing namespaces (Nomad's rule): make the job's first.
+	if _, ns, err := f.Deps.State().NamespaceByName(nil, job.Namespace); err != nil {
+		f.T.Fatal(err)
+	} else if ns == nil {
+		Apply(f, fsm.NamespaceUpsert, &fsm.NamespaceUpsertRequest{Namespaces: []*state.Namespace{{Name: job.Namespace}}})
+	}
 	Apply(f, fsm.JobRegister, &fsm.JobRegisterRequest{Job: job})
 	_, stored, err := f.Deps.State().Job(nil, job.Namespace, job.ID)
 	if err != nil || stored == nil {
