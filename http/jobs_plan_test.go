@@ -255,6 +255,7 @@ func TestJobPlanBadInput(t *testing.T) {
 		{"/v1/job/other/plan", jobBody("web", 1, ""), 400, "Job ID does not match"},
 		{"/v1/job/web/plan", `{"Job":{"ID":"web"},"Bogus":1}`, 400, "unknown field"},
 		{"/v1/job/web/plan", `{"Job":{"ID":"web","TaskGroups":[]}}`, 400, "Missing job task groups"},
+		{"/v1/job/web/plan", jobBody("web", 1, `,"Namespace":"missing"`), 400, `job "web" is in nonexistent namespace "missing"`},
 	}
 	for _, c := range cases {
 		resp := ts.Do(t, "PUT", c.path, c.body, "X-Nomad-Token", mgmt)

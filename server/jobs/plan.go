@@ -32,6 +32,12 @@ func (s *Service) Plan(caller acl.Caller, job *state.Job, diff bool) (*PlanResul
 		return nil, err
 	}
 	snap := s.deps.State().PointInTime()
+	// Registering would be refused in a namespace that does not exist.
+	if _, ns, err := snap.NamespaceByName(memdb.NewWatchSet(), job.Namespace); err != nil {
+		return nil, err
+	} else if ns == nil {
+		return nil, invalid("job %q is in nonexistent namespace %q", job.ID, job.Namespace)
+	}
 	_, cur, err := snap.Job(memdb.NewWatchSet(), job.Namespace, job.ID)
 	if err != nil {
 		return nil, err
