@@ -101,3 +101,16 @@ func (c *Client) PlanJobJSON(ctx context.Context, id string, job json.RawMessage
 	}
 	return &out, nil
 }
+
+// JobVersionsWithDiffs lists a job's versions, newest first, with the diff
+// from each version's predecessor to it (one fewer than the versions).
+func (c *Client) JobVersionsWithDiffs(ctx context.Context, id string) ([]*Job, []*JobDiff, error) {
+	var out struct {
+		Versions []*Job
+		Diffs    []*JobDiff
+	}
+	if _, err := c.query(ctx, jobPath(id, "/versions"), &QueryOptions{Params: map[string]string{"diffs": "true"}}, &out); err != nil {
+		return nil, nil, err
+	}
+	return out.Versions, out.Diffs, nil
+}

@@ -29,7 +29,7 @@ Commands (Nomad's verbs):
                                      exit 0 no allocation created or destroyed, 1 some, 255 error)
   status [ID]                        list jobs, or show one (with its latest deployment and allocations)
   stop [-purge] [-detach] ID         stop a job (-purge: and delete it)
-  history ID                         list a job's versions
+  history [-p] ID                    list a job's versions (-p: with the changes each one made)
   revert [-detach] ID VERSION        register an older version again
   scale [-detach] ID [GROUP] COUNT   set a group's count (GROUP may be left out for a one-group job)
 
@@ -288,6 +288,7 @@ func jobStop(args []string, stdout, stderr io.Writer) int {
 
 func jobHistory(args []string, stdout, stderr io.Writer) int {
 	c := newNomadCmd("job history", jobUsage, stdout, stderr)
+	withDiffs := c.flags.Bool("p", false, "show the changes each version made")
 	if !c.parse(args, 1, 1) {
 		return exitError
 	}
@@ -295,7 +296,13 @@ func jobHistory(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	versions, _, err := c.api.JobVersions(c.ctx(), id, nil)
+	var versions []*api.Job
+	var diffs []*api.JobDiff
+	if *withDiffs {
+		versions, diffs, err = c.api.JobVersionsWithDiffs(c.ctx(), id)
+	} else {
+		versions, _, err = c.api.JobVersions(c.ctx(), id, nil)
+	}
 	if err != nil {
 		return c.fail(err)
 	}
@@ -303,7 +310,14 @@ func jobHistory(args []string, stdout, stderr io.Writer) int {
 		if i > 0 {
 			c.out("\n")
 		}
-		kv(stdout, "Version", strconv.FormatUint(v.Version, 10), "Stable", strconv.FormatBool(v.Stable), "Submit Date", fmtUnixNano(v.SubmitTime))
+		pairs := []string{"Version", strconv.FormatUint(v.Version, 10), "Stable", strconv.FormatBool(v.Stable), "Submit Date", fmtUnixNano(v.SubmitTime)}
+		if i < len(diffs) {
+			pairs = append(pairs, "Diff", "")
+		}
+		kv(stdout, pairs...)
+		if i < len(diffs) {
+			c.out("%s\n", strings.TrimSpace(formatJobDiff(diffs[i], false)))
+		}
 	}
 	return exitOK
 }

@@ -88,6 +88,23 @@ func TestCLIJobPlan(t *testing.T) {
 		t.Errorf("stale -check-index: %d %s", code, errOut)
 	}
 
+	// With the plan's index the new version registers; history -p shows it.
+	mustCode(t, 0, "job", "run", "-detach", "-check-index", itoa(index), addr, file)
+	hist := mustCode(t, 0, "job", "history", "-p", addr, "web")
+	want = "Version     = 1\nStable      = false\nSubmit Date = "
+	wantDiff := "Diff        = \n+/- Job: \"web\"\n+/- Task Group: \"web\"\n  +/- Task: \"app\"\n    +/- Env[PORT]: \"8080\" => \"9090\"\n\nVersion     = 0\n"
+	if !strings.HasPrefix(hist, want) || !strings.Contains(hist, wantDiff) || strings.Count(hist, "Diff ") != 1 {
+		t.Errorf("history -p:\n%s", hist)
+	}
+
+	// Back to 8080, unchanged from version 0's spec but not from the current one.
+	mustCode(t, 0, "job", "run", "-detach", addr, writePlanJob(t, t.TempDir(), "8080"))
+	job = mustJob(t, ac)
+	index = job.JobModifyIndex
+	waitFor(t, "deployment of the latest version successful", func() bool {
+		d, _, err := ac.JobLatestDeployment(context.Background(), "web", nil)
+		return err == nil && d != nil && d.JobVersion == job.Version && d.Status == "successful"
+	})
 	// Unchanged: nothing created or destroyed, exit 0.
 	out = mustCode(t, 0, "job", "plan", "-diff=false", addr, writePlanJob(t, t.TempDir(), "8080"))
 	if strings.Contains(out, "Job:") || !strings.Contains(out, "Job Modify Index: "+itoa(index)) {
@@ -96,6 +113,15 @@ func TestCLIJobPlan(t *testing.T) {
 	if code, _, errOut := ctl("job", "plan", addr, filepath.Join(dir, "missing.json")); code != 255 || !strings.Contains(errOut, "Error reading job file") {
 		t.Errorf("plan of a missing file: %d %s", code, errOut)
 	}
+}
+
+func mustJob(t *testing.T, ac *api.Client) *api.Job {
+	t.Helper()
+	job, _, err := ac.Job(context.Background(), "web", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
