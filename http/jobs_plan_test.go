@@ -283,3 +283,60 @@ func TestJobPlanBadInput(t *testing.T) {
 		t.Errorf("plan answer: %+v %v", out, resp.Header)
 	}
 }
+
+// TestJobPlanThroughFollower: on a 3-server cluster a plan sent to a
+// follower is answered (by the leader) and writes nothing on any server;
+// with no client node, the failure says no node was eligible.
+func TestJobPlanThroughFollower(t *testing.T) {
+	nodes := servertest.StartCluster(t, 3)
+	leader := servertest.Leader(t, nodes)
+	var follower *servertest.TestServer
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	fc := nomadClient(t, follower, "")
+	reg, _, err := fc.Jobs().Register(planJob("8080"), nil)
+	if err != nil {
+		t.Fatalf("Register through a follower: %v", err)
+	}
+	// Wait until the registration's evaluation is processed (blocked: no
+	// node) and every server has applied all of it.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		e, _, err := fc.Evaluations().Info(reg.EvalID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled := e.Status == "complete" && e.BlockedEval != ""
+		for _, n := range nodes {
+			settled = settled && n.Server.State().TableIndex("evals") == leader.Server.State().TableIndex("evals")
+		}
+		if settled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("registration not settled: %+v", e)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := make([]stateMarks, len(nodes))
+	for i, n := range nodes {
+		before[i] = marks(n)
+	}
+	plan, _, err := fc.Jobs().Plan(planJob("9090"), true, nil)
+	if err != nil {
+		t.Fatalf("Plan through a follower: %v", err)
+	}
+	m := plan.FailedTGAllocs["web"]
+	if plan.JobModifyIndex != reg.JobModifyIndex || plan.Diff.Type != "Edited" || m == nil || m.NodesEvaluated != 0 || m.CoalescedFailures != 1 {
+		t.Fatalf("plan: %+v, failures %+v", plan, m)
+	}
+	for i, n := range nodes {
+		if !marks(n).same(before[i]) {
+			t.Errorf("%s: the plan changed state", n.Config.NodeName)
+		}
+	}
+}
