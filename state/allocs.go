@@ -73,11 +73,15 @@ type Allocation struct {
 	// RescheduleTracker lists the reschedules that led to this allocation.
 	RescheduleTracker *RescheduleTracker
 	DesiredTransition DesiredTransition
-	CreateIndex       uint64
-	ModifyIndex       uint64
-	AllocModifyIndex  uint64
-	CreateTime        int64
-	ModifyTime        int64
+
+	// Metrics is what the scheduler saw placing the allocation.
+	Metrics *AllocMetric
+
+	CreateIndex      uint64
+	ModifyIndex      uint64
+	AllocModifyIndex uint64
+	CreateTime       int64
+	ModifyTime       int64
 }
 
 // AllocDeploymentStatus is an allocation's health as its deployment sees it.

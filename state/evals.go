@@ -53,6 +53,8 @@ type Evaluation struct {
 	BlockedEval  string
 	// QueuedAllocations per group that could not be placed.
 	QueuedAllocations map[string]int
+	// FailedTGAllocs says, per group, why allocations could not be placed.
+	FailedTGAllocs map[string]*AllocMetric
 	// SnapshotIndex, on a blocked evaluation, is the nodes table's index in
 	// the state the scheduler saw: when the nodes have changed since, the
 	// broker runs it again at once (the change may have come too early to

@@ -44,6 +44,7 @@ type Job struct {
 	Meta        map[string]string
 	Update      *UpdateStrategy
 	Multiregion *Multiregion
+	Constraints []*Constraint
 	TaskGroups  []*TaskGroup
 
 	Stop              bool
@@ -103,6 +104,7 @@ type TaskGroup struct {
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
 	Meta             map[string]string
+	Constraints      []*Constraint
 	Tasks            []*Task
 }
 
@@ -124,6 +126,7 @@ type Task struct {
 	Resources   *Resources
 	KillTimeout time.Duration
 	KillSignal  string
+	Constraints []*Constraint
 }
 
 // Resources a task asks for.

@@ -25,14 +25,20 @@ type Node struct {
 	// server at the node's first registration, stored as ACL token secrets
 	// are, presented by the node's client on every client-protocol call.
 	// Never answered on reads (http sanitizes it).
-	SecretID              string
-	Name                  string
-	Datacenter            string
-	HTTPAddr              string
-	Drivers               map[string]*DriverInfo
-	Resources             Resources
-	Attributes            map[string]string
-	Meta                  map[string]string
+	SecretID   string
+	Name       string
+	Datacenter string
+	HTTPAddr   string
+	Drivers    map[string]*DriverInfo
+	Resources  Resources
+	Attributes map[string]string
+	Meta       map[string]string
+
+	// NodeClass and NodePool are the node's class and pool ("default"
+	// when the client names none), as its configuration says.
+	NodeClass string
+	NodePool  string
+
 	Status                string
 	StatusDescription     string
 	SchedulingEligibility string

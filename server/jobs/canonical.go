@@ -97,6 +97,7 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 		job.Update = toStrategy(jobUpdate)
 	}
 	job.Multiregion = canonicalMultiregion(spec.Multiregion)
+	job.Constraints = canonicalConstraints(spec.Constraints)
 	for _, g := range spec.TaskGroups {
 		if g == nil {
 			g = &GroupSpec{}
@@ -113,6 +114,8 @@ func canonicalGroup(g *GroupSpec, jobUpdate *UpdateSpec) *state.TaskGroup {
 		Name:  str(g.Name, ""),
 		Count: num(g.Count, DefaultCount),
 		Meta:  stringMap(g.Meta),
+
+		Constraints: canonicalConstraints(g.Constraints),
 	}
 	switch {
 	case jobUpdate != nil && g.Update != nil:
@@ -148,6 +151,7 @@ func canonicalTask(t *TaskSpec) *state.Task {
 		KillTimeout: num(t.KillTimeout, DefaultKillTimeout),
 		KillSignal:  t.KillSignal,
 		Resources:   &state.Resources{CPU: DefaultCPU, MemoryMB: DefaultMemoryMB},
+		Constraints: canonicalConstraints(t.Constraints),
 	}
 	if len(t.Config) > 0 {
 		task.Config = t.Config

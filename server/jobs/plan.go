@@ -46,16 +46,13 @@ func (s *Service) Plan(caller acl.Caller, job *state.Job, diff bool) (*PlanResul
 	eval := s.newEval(proposed, state.EvalTriggerJobRegister, 0, s.deps.NowNanos())
 	eval.JobModifyIndex = proposed.JobModifyIndex
 	view := &proposedState{Store: snap, job: proposed}
-	plan, queued, err := scheduler.DryRun(view, eval, nil, s.deps.Now())
+	plan, _, failed, err := scheduler.DryRunMetrics(view, eval, nil, s.deps.Now())
 	if err != nil {
 		return nil, err
 	}
-	res := &PlanResult{Annotations: plan.Annotations}
+	res := &PlanResult{Annotations: plan.Annotations, FailedTGAllocs: failed}
 	if cur != nil {
 		res.JobModifyIndex = cur.JobModifyIndex
-	}
-	if res.FailedTGAllocs, err = scheduler.FailedPlacements(view, proposed, plan, queued); err != nil {
-		return nil, err
 	}
 	if diff {
 		if res.Diff, err = jobdiff.Diff(cur, proposed, true); err != nil {

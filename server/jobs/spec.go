@@ -52,9 +52,10 @@ type JobSpec struct {
 	// Reschedule is the job's reschedule block, merged into every group's.
 	Reschedule *RescheduleSpec
 
+	Constraints []*ConstraintSpec
+
 	AllAtOnce                Unsupported
 	NodePool                 Unsupported
-	Constraints              Unsupported
 	Affinities               Unsupported
 	Spreads                  Unsupported
 	Periodic                 Unsupported
@@ -120,8 +121,8 @@ type GroupSpec struct {
 	ReschedulePolicy *RescheduleSpec
 	Meta             map[string]string
 	Tasks            []*TaskSpec
+	Constraints      []*ConstraintSpec
 
-	Constraints               Unsupported
 	Affinities                Unsupported
 	Spreads                   Unsupported
 	Volumes                   Unsupported
@@ -169,10 +170,10 @@ type TaskSpec struct {
 	Resources   *ResourcesSpec
 	KillTimeout *time.Duration
 	KillSignal  string
+	Constraints []*ConstraintSpec
 
 	User            Unsupported
 	Lifecycle       Unsupported
-	Constraints     Unsupported
 	Affinities      Unsupported
 	Services        Unsupported
 	RestartPolicy   Unsupported
@@ -193,6 +194,13 @@ type TaskSpec struct {
 	Identities      Unsupported
 	Actions         Unsupported
 	Schedule        Unsupported
+}
+
+// ConstraintSpec is Nomad's api.Constraint.
+type ConstraintSpec struct {
+	LTarget string
+	RTarget string
+	Operand string
 }
 
 // ResourcesSpec is a task's resources block.

@@ -152,6 +152,10 @@ func inplaceCases() []inplaceCase {
 			ts[0], ts[1] = ts[1], ts[0]
 		}, false},
 
+		{[]string{"TaskGroup.Constraints"}, "group Constraints are not compared by tasksUpdated (Nomad re-checks the allocation's node instead): in place", func(j *state.Job) {
+			group(j).Constraints = []*state.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}}
+		}, false},
+
 		// Task
 		{[]string{"Task.Name"}, "task Name renamed: the old task is deleted (destructive)", func(j *state.Job) { task(j).Name = "server" }, true},
 		{[]string{"Task.Driver"}, "task Driver is destructive", func(j *state.Job) { task(j).Driver = "raw_exec" }, true},
@@ -161,6 +165,9 @@ func inplaceCases() []inplaceCase {
 		{[]string{"Task.Meta"}, "task Meta is destructive", func(j *state.Job) { task(j).Meta["build"] = "2" }, true},
 		{[]string{"Task.Resources"}, "task Resources removed (asks for nothing) is destructive", func(j *state.Job) { task(j).Resources = nil }, true},
 		{[]string{"Task.KillTimeout"}, "task KillTimeout is applied in place (Nomad never compares it)", func(j *state.Job) { task(j).KillTimeout = time.Minute }, false},
+		{[]string{"Task.Constraints"}, "task Constraints are not compared by tasksUpdated (the node is re-checked): in place", func(j *state.Job) {
+			task(j).Constraints = []*state.Constraint{{LTarget: "${meta.rack}", Operand: "is_set"}}
+		}, false},
 		{[]string{"Task.KillSignal"}, "task KillSignal is applied in place (Nomad never compares it)", func(j *state.Job) { task(j).KillSignal = "SIGINT" }, false},
 
 		// Resources

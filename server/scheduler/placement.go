@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ctlplane/ctlplane/state"
 )
@@ -14,8 +15,19 @@ import (
 type nodeInfo struct {
 	node *state.Node
 	used state.Resources
-	// jobAllocs counts the live allocations of the job being scheduled.
-	jobAllocs int
+	// jobAllocs counts the live allocations of the job being scheduled;
+	// groupAllocs the same per task group (distinct_hosts, distinct_property).
+	jobAllocs   int
+	groupAllocs map[string]int
+}
+
+// count adds n allocations of the job's group tg to the node.
+func (ni *nodeInfo) count(tg string, n int) {
+	ni.jobAllocs += n
+	if ni.groupAllocs == nil {
+		ni.groupAllocs = map[string]int{}
+	}
+	ni.groupAllocs[tg] += n
 }
 
 // placer picks nodes for allocations: feasibility (ready, datacenter,
@@ -24,15 +36,15 @@ type nodeInfo struct {
 type placer struct {
 	nodes []*nodeInfo // ready nodes, by ID
 	byID  map[string]*nodeInfo
-	// feasible caches, per task group, the ready nodes that match its
-	// datacenters and drivers (resources are checked per placement).
-	feasible map[string][]*nodeInfo
+	// elig remembers, per computed node class, what the feasibility
+	// checks found (Nomad's EvalEligibility).
+	elig eligibility
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every
 // live allocation of the cluster.
 func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string) *placer {
-	p := &placer{byID: map[string]*nodeInfo{}, feasible: map[string][]*nodeInfo{}}
+	p := &placer{byID: map[string]*nodeInfo{}, elig: newEligibility()}
 	for _, n := range nodes {
 		if !n.Ready() {
 			continue
@@ -53,7 +65,7 @@ func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string
 		ni.used.CPU += a.Resources.CPU
 		ni.used.MemoryMB += a.Resources.MemoryMB
 		if a.Namespace == ns && a.JobID == jobID {
-			ni.jobAllocs++
+			ni.count(a.TaskGroup, 1)
 		}
 	}
 	return p
@@ -68,7 +80,7 @@ func newPlacerFromUsage(nodes []*state.Node, used map[string]state.Resources, jo
 	}
 	for _, a := range jobAllocs {
 		if ni := p.byID[a.NodeID]; ni != nil && !a.TerminalStatus() {
-			ni.jobAllocs++
+			ni.count(a.TaskGroup, 1)
 		}
 	}
 	return p
@@ -79,7 +91,7 @@ func (p *placer) release(a *state.Allocation) {
 	if ni := p.byID[a.NodeID]; ni != nil {
 		ni.used.CPU -= a.Resources.CPU
 		ni.used.MemoryMB -= a.Resources.MemoryMB
-		ni.jobAllocs--
+		ni.count(a.TaskGroup, -1)
 	}
 }
 
@@ -88,51 +100,51 @@ func (p *placer) reclaim(a *state.Allocation) {
 	if ni := p.byID[a.NodeID]; ni != nil {
 		ni.used.CPU += a.Resources.CPU
 		ni.used.MemoryMB += a.Resources.MemoryMB
-		ni.jobAllocs++
+		ni.count(a.TaskGroup, 1)
 	}
-}
-
-// candidates lists the ready nodes the group may run on, ignoring room.
-func (p *placer) candidates(job *state.Job, tg *state.TaskGroup) []*nodeInfo {
-	if c, ok := p.feasible[tg.Name]; ok {
-		return c
-	}
-	var out []*nodeInfo
-	for _, ni := range p.nodes {
-		if inDatacenters(job.Datacenters, ni.node.Datacenter) && hasDrivers(ni.node, tg) {
-			out = append(out, ni)
-		}
-	}
-	p.feasible[tg.Name] = out
-	return out
 }
 
 // place picks the node for one allocation of tg and books its resources,
-// or returns nil when no node fits. Nodes in avoid (where a predecessor
-// failed) are taken only when no other fits: Nomad's rescheduling penalty.
-func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) *nodeInfo {
+// or returns nil when no node fits; the metric says what it saw either
+// way. Nodes in avoid (where a predecessor failed) are taken only when no
+// other fits: Nomad's rescheduling penalty.
+func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) (*nodeInfo, *state.AllocMetric) {
+	start := time.Now()
 	need := tg.Resources()
+	m := p.newMetric(job)
 	var best *nodeInfo
 	var bestScore float64
 	bestAvoided := false
-	for _, ni := range p.candidates(job, tg) {
+	var scored []*state.NodeScoreMeta
+	for _, ni := range p.nodes {
+		if !inDatacenters(job.Datacenters, ni.node.Datacenter) {
+			continue
+		}
+		m.NodesEvaluated++
+		if !p.feasible(m, job, tg, ni) {
+			continue
+		}
 		score, ok := fitScore(ni, need)
 		if !ok {
+			m.ExhaustNode(ni.node, exhausted(ni, need))
 			continue
 		}
 		avoided := avoid[ni.node.ID]
+		scored = append(scored, scoreMeta(ni, score, avoided))
 		if best == nil || (bestAvoided && !avoided) || (avoided == bestAvoided && (score < bestScore ||
 			(score == bestScore && (ni.jobAllocs < best.jobAllocs ||
 				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))))) {
 			best, bestScore, bestAvoided = ni, score, avoided
 		}
 	}
+	m.ScoreMetaData = topScores(scored)
 	if best != nil {
 		best.used.CPU += need.CPU
 		best.used.MemoryMB += need.MemoryMB
-		best.jobAllocs++
+		best.count(tg.Name, 1)
 	}
-	return best
+	m.AllocationTime = int64(time.Since(start))
+	return best, m
 }
 
 // fitScore is the node's free share (CPU plus memory, each 0..1; an

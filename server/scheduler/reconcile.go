@@ -24,6 +24,8 @@ type result struct {
 	// blocked: something could not be placed for lack of nodes, resources or drivers.
 	blocked      bool
 	deploymentID string
+	// failed is, per group, the metric of its first failed placement.
+	failed map[string]*state.AllocMetric
 }
 
 // reconciler computes one plan from one point-in-time state.
@@ -254,7 +256,7 @@ func (r *reconciler) tainted(nodeID string) bool {
 // datacenters and has the group's drivers.
 func (r *reconciler) stillFits(a *state.Allocation, tg *state.TaskGroup) bool {
 	n := r.nodes[a.NodeID]
-	return n != nil && inDatacenters(r.job.Datacenters, n.Datacenter) && hasDrivers(n, tg)
+	return n != nil && inDatacenters(r.job.Datacenters, n.Datacenter) && hasDrivers(n, tg) && nodeMeets(r.job, tg, n)
 }
 
 // version returns one stored version of the job (nil when it is gone).

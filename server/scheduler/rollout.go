@@ -232,8 +232,9 @@ func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Alloca
 	if prev != nil {
 		avoid = penaltyNodes(prev)
 	}
-	ni := r.placer.place(r.job, gs.tg, avoid)
+	ni, metric := r.placer.place(r.job, gs.tg, avoid)
 	if ni == nil {
+		r.res.recordFailure(gs.tg.Name, metric)
 		gs.queued++
 		r.res.queued[gs.tg.Name]++
 		r.res.blocked = true
@@ -253,6 +254,7 @@ func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Alloca
 		DesiredStatus: state.AllocDesiredStatusRun,
 		ClientStatus:  state.AllocClientStatusPending,
 		DeploymentID:  depID,
+		Metrics:       metric,
 	}
 	if prev != nil {
 		a.PreviousAllocation = prev.ID

@@ -120,6 +120,7 @@ func (s *serviceScheduler) complete(snap State, eval *state.Evaluation, res *res
 	e.Status = state.EvalStatusComplete
 	e.StatusDescription = ""
 	e.QueuedAllocations = res.queued
+	e.FailedTGAllocs = res.failed
 	e.ModifyTime = s.now().UnixNano()
 	if res.deploymentID != "" {
 		e.DeploymentID = res.deploymentID
@@ -204,9 +205,16 @@ func (s *serviceScheduler) followUp(snap State, eval *state.Evaluation, trigger,
 // be nil (the walk over every allocation); now is the time reschedule
 // delays are counted to.
 func DryRun(snap State, eval *state.Evaluation, view UsageSource, now time.Time) (plan *state.Plan, queued map[string]int, err error) {
+	plan, queued, _, err = DryRunMetrics(snap, eval, view, now)
+	return plan, queued, err
+}
+
+// DryRunMetrics is DryRun that also answers, per group that could not be
+// placed in full, its failed placement's metric (Nomad's FailedTGAllocs).
+func DryRunMetrics(snap State, eval *state.Evaluation, view UsageSource, now time.Time) (*state.Plan, map[string]int, map[string]*state.AllocMetric, error) {
 	res, err := compute(snap, eval, view, now)
 	if err != nil {
-		return nil, nil, fmt.Errorf("evaluation %s: %w", eval.ID, err)
+		return nil, nil, nil, fmt.Errorf("evaluation %s: %w", eval.ID, err)
 	}
-	return res.plan, res.queued, nil
+	return res.plan, res.queued, res.failed, nil
 }

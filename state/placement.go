@@ -1,0 +1,87 @@
+package state
+
+import "fmt"
+
+// Constraint is Nomad's constraint: LTarget Operand RTarget, where a target
+// is a literal or an interpolation of the node (${attr.kernel.name},
+// ${meta.rack}, ${node.class} ...). Job, group and task constraints all
+// apply to the node a group's allocation is placed on.
+type Constraint struct {
+	LTarget string
+	RTarget string
+	Operand string
+}
+
+// String is Nomad's Constraint.String: the key of ConstraintFiltered.
+func (c *Constraint) String() string {
+	return fmt.Sprintf("%s %s %s", c.LTarget, c.Operand, c.RTarget)
+}
+
+// AllocMetric is Nomad's AllocMetric: what the scheduler saw while placing
+// an allocation (on the allocation) or failing to (an evaluation's
+// FailedTGAllocs, per group).
+type AllocMetric struct {
+	// NodesEvaluated counts the nodes the placement looked at.
+	NodesEvaluated int
+	// NodesFiltered counts the nodes a constraint or driver ruled out.
+	NodesFiltered int
+	// NodesInPool counts the ready nodes of the job's node pool.
+	NodesInPool int
+	// NodesAvailable counts the ready nodes per datacenter of the job.
+	NodesAvailable map[string]int
+	// ClassFiltered counts filtered nodes per node class.
+	ClassFiltered map[string]int
+	// ConstraintFiltered counts filtered nodes per constraint (its String).
+	ConstraintFiltered map[string]int
+	// NodesExhausted counts the nodes without room.
+	NodesExhausted int
+	// ClassExhausted counts nodes without room per node class.
+	ClassExhausted map[string]int
+	// DimensionExhausted counts nodes without room per resource ("cpu", "memory").
+	DimensionExhausted map[string]int
+	// QuotaExhausted names exhausted quotas (none here: no quotas).
+	QuotaExhausted []string
+	// ScoreMetaData is the top scoring nodes with their scores.
+	ScoreMetaData []*NodeScoreMeta
+	// AllocationTime is how long the placement took (nanoseconds).
+	AllocationTime int64
+	// CoalescedFailures counts further failed placements of the same
+	// group folded into this one.
+	CoalescedFailures int
+}
+
+// NodeScoreMeta is one node's scores (Nomad's shape).
+type NodeScoreMeta struct {
+	NodeID    string
+	Scores    map[string]float64
+	NormScore float64
+}
+
+// FilterNode counts a node ruled out by reason (Nomad's AllocMetric.FilterNode).
+func (m *AllocMetric) FilterNode(n *Node, reason string) {
+	m.NodesFiltered++
+	if n != nil && n.NodeClass != "" {
+		addCount(&m.ClassFiltered, n.NodeClass)
+	}
+	if reason != "" {
+		addCount(&m.ConstraintFiltered, reason)
+	}
+}
+
+// ExhaustNode counts a node without room in dimension (Nomad's ExhaustedNode).
+func (m *AllocMetric) ExhaustNode(n *Node, dimension string) {
+	m.NodesExhausted++
+	if n != nil && n.NodeClass != "" {
+		addCount(&m.ClassExhausted, n.NodeClass)
+	}
+	if dimension != "" {
+		addCount(&m.DimensionExhausted, dimension)
+	}
+}
+
+func addCount(m *map[string]int, key string) {
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[key]++
+}
