@@ -68,6 +68,7 @@ type Allocation struct {
 	FollowupEvalID     string
 	RescheduleTracker  *RescheduleTracker
 	DesiredTransition  DesiredTransition
+	Metrics            *AllocationMetric
 	CreateIndex        uint64
 	ModifyIndex        uint64
 	AllocModifyIndex   uint64

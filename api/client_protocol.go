@@ -19,6 +19,8 @@ type NodeRegistration struct {
 	Resources  Resources
 	Attributes map[string]string
 	Meta       map[string]string
+	NodeClass  string
+	NodePool   string
 }
 
 // NodeRegisterResponse answers a registration.

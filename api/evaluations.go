@@ -34,6 +34,7 @@ type Evaluation struct {
 	PreviousEval      string
 	BlockedEval       string
 	QueuedAllocations map[string]int
+	FailedTGAllocs    map[string]*AllocationMetric
 	CreateIndex       uint64
 	ModifyIndex       uint64
 	CreateTime        int64

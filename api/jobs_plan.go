@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // JobPlanResponse answers PUT /v1/job/:id/plan (Nomad's shape).
@@ -33,15 +34,29 @@ type DesiredUpdates struct {
 	Preemptions       uint64
 }
 
-// AllocationMetric explains why allocations of a group found no node.
+// AllocationMetric is what the scheduler saw placing an allocation, or
+// failing to (Nomad's AllocationMetric).
 type AllocationMetric struct {
 	NodesEvaluated     int
 	NodesFiltered      int
+	NodesInPool        int
 	NodesAvailable     map[string]int
+	ClassFiltered      map[string]int
 	ConstraintFiltered map[string]int
 	NodesExhausted     int
+	ClassExhausted     map[string]int
 	DimensionExhausted map[string]int
+	QuotaExhausted     []string
+	ScoreMetaData      []*NodeScoreMeta
+	AllocationTime     time.Duration
 	CoalescedFailures  int
+}
+
+// NodeScoreMeta is one scored node of a placement.
+type NodeScoreMeta struct {
+	NodeID    string
+	Scores    map[string]float64
+	NormScore float64
 }
 
 // JobDiff is Nomad's structured job diff.

@@ -25,6 +25,8 @@ type Node struct {
 	Resources             Resources
 	Attributes            map[string]string
 	Meta                  map[string]string
+	NodeClass             string
+	NodePool              string
 	Status                string
 	StatusDescription     string
 	SchedulingEligibility string

@@ -47,8 +47,9 @@ type allocatedTask struct {
 	Networks []struct{}
 }
 
-// allocMetric is Nomad's AllocationMetric. The scheduler keeps no placement
-// metrics per allocation: the counters are zero, the maps empty.
+// allocMetric is Nomad's AllocationMetric: the scheduler's metric of the
+// allocation's placement, maps and lists never null (allocations placed
+// before metrics were kept answer zeros).
 type allocMetric struct {
 	NodesEvaluated     int
 	NodesFiltered      int
@@ -63,7 +64,36 @@ type allocMetric struct {
 	Scores             map[string]float64
 	AllocationTime     int64
 	CoalescedFailures  int
-	ScoreMetaData      []struct{}
+	ScoreMetaData      []*state.NodeScoreMeta
+}
+
+// viewAllocMetric is m in Nomad's wire shape (nil: zero counters).
+func viewAllocMetric(m *state.AllocMetric) *allocMetric {
+	if m == nil {
+		m = &state.AllocMetric{}
+	}
+	v := &allocMetric{
+		NodesEvaluated: m.NodesEvaluated, NodesFiltered: m.NodesFiltered, NodesInPool: m.NodesInPool,
+		NodesAvailable: orEmpty(m.NodesAvailable), ClassFiltered: orEmpty(m.ClassFiltered),
+		ConstraintFiltered: orEmpty(m.ConstraintFiltered), NodesExhausted: m.NodesExhausted,
+		ClassExhausted: orEmpty(m.ClassExhausted), DimensionExhausted: orEmpty(m.DimensionExhausted),
+		QuotaExhausted: m.QuotaExhausted, Scores: map[string]float64{}, ScoreMetaData: m.ScoreMetaData,
+		AllocationTime: m.AllocationTime, CoalescedFailures: m.CoalescedFailures,
+	}
+	if v.QuotaExhausted == nil {
+		v.QuotaExhausted = []string{}
+	}
+	if v.ScoreMetaData == nil {
+		v.ScoreMetaData = []*state.NodeScoreMeta{}
+	}
+	return v
+}
+
+func orEmpty(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
 }
 
 // readAllocDetail reads an allocation and resolves its job at its version
@@ -92,9 +122,7 @@ func readAllocDetail(ws memdb.WatchSet, s *state.Store, id string) (uint64, *all
 		Resources:          &allocResources{CPU: a.Resources.CPU, MemoryMB: a.Resources.MemoryMB, Networks: []struct{}{}},
 		TaskResources:      map[string]*allocResources{},
 		AllocatedResources: &allocatedResources{Tasks: map[string]*allocatedTask{}},
-		Metrics: &allocMetric{NodesAvailable: map[string]int{}, ClassFiltered: map[string]int{}, ConstraintFiltered: map[string]int{},
-			ClassExhausted: map[string]int{}, DimensionExhausted: map[string]int{}, QuotaExhausted: []string{},
-			Scores: map[string]float64{}, ScoreMetaData: []struct{}{}},
+		Metrics:            viewAllocMetric(a.Metrics),
 	}
 	d.AllocatedResources.Shared.Networks, d.AllocatedResources.Shared.Ports = []struct{}{}, []struct{}{}
 	for _, t := range job.LookupTaskGroup(a.TaskGroup).Tasks {

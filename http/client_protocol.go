@@ -108,6 +108,8 @@ type nodeRegistration struct {
 	Resources  state.Resources
 	Attributes map[string]string
 	Meta       map[string]string
+	NodeClass  string
+	NodePool   string
 }
 
 type allocUpdateRequest struct {
@@ -144,9 +146,13 @@ func (h *Handler) clientRegister(w http.ResponseWriter, r *http.Request) (any, e
 	if len(reg.HTTPAddr) > maxNodeKeyLen {
 		return nil, badRequest("HTTPAddr is longer than %d bytes", maxNodeKeyLen)
 	}
+	if err := checkNodeClassPool(&reg.NodeClass, &reg.NodePool); err != nil {
+		return nil, err
+	}
 	node := &state.Node{
 		ID: reg.ID, Name: reg.Name, Datacenter: reg.Datacenter, HTTPAddr: reg.HTTPAddr,
 		Drivers: reg.Drivers, Resources: reg.Resources, Attributes: reg.Attributes, Meta: reg.Meta,
+		NodeClass: reg.NodeClass, NodePool: reg.NodePool,
 	}
 	nodes, err := h.nodeService()
 	if err != nil {

@@ -164,6 +164,7 @@ type evalView struct {
 	PreviousEval      string
 	BlockedEval       string
 	QueuedAllocations map[string]int
+	FailedTGAllocs    map[string]*allocMetric
 	SnapshotIndex     uint64
 	CreateIndex       uint64
 	ModifyIndex       uint64
@@ -181,6 +182,12 @@ func viewEval(e *state.Evaluation) *evalView {
 	}
 	if e.WaitUntil != 0 {
 		v.WaitUntil = time.Unix(0, e.WaitUntil).UTC()
+	}
+	if len(e.FailedTGAllocs) > 0 {
+		v.FailedTGAllocs = make(map[string]*allocMetric, len(e.FailedTGAllocs))
+		for g, m := range e.FailedTGAllocs {
+			v.FailedTGAllocs[g] = viewAllocMetric(m)
+		}
 	}
 	return v
 }

@@ -88,7 +88,7 @@ func (h *Handler) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) 
 	if node == nil {
 		return nil, notFound("node not found")
 	}
-	return publicNode(node), nil
+	return viewNodeDetail(publicNode(node)), nil
 }
 
 // publicNode is a node as reads answer it: without its secret (as Nomad

@@ -114,14 +114,23 @@ func formatMetrics(m *api.AllocationMetric, prefix string) string {
 			lines = append(lines, fmt.Sprintf("%s* No nodes are available in datacenter %q", prefix, dc))
 		}
 	}
+	for _, c := range sortedKeys(m.ClassFiltered) {
+		lines = append(lines, fmt.Sprintf("%s* Class %q: %d nodes excluded by filter", prefix, c, m.ClassFiltered[c]))
+	}
 	for _, c := range sortedKeys(m.ConstraintFiltered) {
 		lines = append(lines, fmt.Sprintf("%s* Constraint %q: %d nodes excluded by filter", prefix, c, m.ConstraintFiltered[c]))
 	}
 	if m.NodesExhausted > 0 {
 		lines = append(lines, fmt.Sprintf("%s* Resources exhausted on %d nodes", prefix, m.NodesExhausted))
 	}
+	for _, c := range sortedKeys(m.ClassExhausted) {
+		lines = append(lines, fmt.Sprintf("%s* Class %q exhausted on %d nodes", prefix, c, m.ClassExhausted[c]))
+	}
 	for _, d := range sortedKeys(m.DimensionExhausted) {
 		lines = append(lines, fmt.Sprintf("%s* Dimension %q exhausted on %d nodes", prefix, d, m.DimensionExhausted[d]))
+	}
+	for _, q := range m.QuotaExhausted {
+		lines = append(lines, fmt.Sprintf("%s* Quota limit hit %q", prefix, q))
 	}
 	return strings.Join(lines, "\n")
 }
