@@ -36,6 +36,11 @@ type Config struct {
 	Datacenter string
 	Resources  api.Resources
 	Meta       map[string]string
+	// NodeClass and NodePool are the node's class and pool ("" : default).
+	NodeClass string
+	NodePool  string
+	// Attributes override or add to the fingerprinted attributes.
+	Attributes map[string]string
 	Logger     hclog.Logger
 	// Now is the clock of task events and health (default time.Now).
 	Now func() time.Time
@@ -298,8 +303,8 @@ func (c *Client) shutdown() {
 func (c *Client) register(ctx context.Context) error {
 	reg := &api.NodeRegistration{
 		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: c.drivers(), HTTPAddr: c.httpAddr,
-		Resources: c.cfg.Resources, Meta: c.cfg.Meta,
-		Attributes: map[string]string{"driver.mock_driver": "1", "kernel.name": "simulated"},
+		Resources: c.cfg.Resources, Meta: c.cfg.Meta, NodeClass: c.cfg.NodeClass, NodePool: c.cfg.NodePool,
+		Attributes: c.attributes(),
 	}
 	for {
 		srv := c.server()

@@ -89,6 +89,9 @@ type Config struct {
 	// DevNodes is how many simulated client nodes (mock_driver) the agent
 	// runs in its own process; agent -dev runs one.
 	DevNodes int
+	// DevNodeGroups are further simulated nodes with their own
+	// datacenter, class, pool, meta and attributes.
+	DevNodeGroups []DevNodeGroup
 	// GCInterval is how often the leader garbage-collects finished
 	// objects; the thresholds are how long each kind must have been
 	// finished first (Nomad's gc_interval, eval_gc_threshold,

@@ -53,6 +53,8 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.IntVar(&cfg.HTTPMaxConnsPerClient, "http-max-conns-per-client", cfg.HTTPMaxConnsPerClient, "open HTTP connections allowed per client IP (0: no limit); over it, 429")
 	flags.BoolVar(&cfg.EnableDebug, "enable-debug", false, "serve Go's profiler under /debug/pprof/ (management token required when ACLs are on)")
 	devNodes := flags.Int("dev-nodes", -1, "simulated client nodes (mock_driver) to run in this process (default: 1 with -dev, else 0)")
+	var devGroups devNodeGroupsFlag
+	flags.Var(&devGroups, "dev-node-group", "more simulated nodes alike, as count=N,name=NAME,dc=DC,class=CLASS,pool=POOL,cpu=MHZ,memory=MB,meta.KEY=V,attr.KEY=V; may be repeated")
 	flags.IntVar(&cfg.MaxNodes, "max-nodes", 10000, "client nodes that may be registered; a new node over it is refused with 400")
 	flags.IntVar(&cfg.SchedulerWorkers, "scheduler-workers", 0, "evaluations the leader schedules at once (default: the number of CPUs)")
 	flags.DurationVar(&cfg.GCInterval, "gc-interval", 5*time.Minute, "how often the leader garbage-collects finished evaluations, allocations, deployments, jobs and nodes")
@@ -92,6 +94,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	cfg.BindAddr = *bind
 	cfg.RaftTimeout = *raftTimeout
 	cfg.DevNodes = *devNodes
+	cfg.DevNodeGroups = devGroups
 
 	srv, err := ctlagent.New(cfg)
 	if err != nil {
@@ -125,3 +128,17 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// devNodeGroupsFlag collects repeated -dev-node-group flags.
+type devNodeGroupsFlag []server.DevNodeGroup
+
+func (f *devNodeGroupsFlag) String() string { return fmt.Sprint(len(*f), " groups") }
+
+func (f *devNodeGroupsFlag) Set(v string) error {
+	g, err := server.ParseDevNodeGroup(v)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, g)
+	return nil
+}

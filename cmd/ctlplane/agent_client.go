@@ -49,6 +49,10 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	cpu := flags.Int("cpu-total-compute", runtime.NumCPU()*1000, "CPU (MHz) the node offers")
 	mem := flags.Int("memory-mb", detectMemoryMB(), "memory (MB) the node offers")
 	noRawExec := flags.Bool("disable-raw-exec", false, "do not offer the raw_exec driver")
+	nodeClass := flags.String("node-class", "", "the node's class (constraints read it as ${node.class})")
+	nodePool := flags.String("node-pool", "default", "the node's pool (${node.pool})")
+	meta := metaFlag{}
+	flags.Var(meta, "meta", "node metadata as key=value (${meta.key}); may be repeated")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := flags.Bool("log-json", false, "log in JSON")
 	if err := flags.Parse(args); err != nil {
@@ -97,6 +101,7 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	c, err := client.New(client.Config{
 		Servers: urls, Token: token, NodeName: *name, Datacenter: *dc, DataDir: *dataDir, RawExec: !*noRawExec,
 		HTTPAddr: *httpAddr, HTTPAdvertise: *advertise, Resources: api.Resources{CPU: *cpu, MemoryMB: *mem}, Logger: logger,
+		NodeClass: *nodeClass, NodePool: *nodePool, Meta: meta,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)
@@ -142,4 +147,18 @@ func detectMemoryMB() int {
 		}
 	}
 	return 4096
+}
+
+// metaFlag collects repeated -meta key=value flags.
+type metaFlag map[string]string
+
+func (m metaFlag) String() string { return fmt.Sprint(map[string]string(m)) }
+
+func (m metaFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("invalid -meta %q: want key=value", v)
+	}
+	m[k] = val
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/ctlplane/ctlplane/client"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=...".
@@ -31,6 +33,7 @@ Commands:
 `
 
 func main() {
+	client.Version = Version
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -72,6 +73,9 @@ const (
 // startDevNodes starts the simulated client nodes (mock_driver) of a dev
 // agent, talking to this server over its own HTTP API like any client.
 func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
+	if err := a.startDevNodeGroups(ctx, deps); err != nil {
+		return err
+	}
 	n := a.Config.DevNodes
 	if n <= 0 {
 		return nil
@@ -114,4 +118,44 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 	}
 	_, err := client.StartPool(ctx, n, base, &a.wg)
 	return err
+}
+
+// startDevNodeGroups starts the simulated nodes of each DevNodeGroup.
+func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
+	for i, g := range a.Config.DevNodeGroups {
+		if g.Count <= 0 {
+			continue
+		}
+		name := g.Name
+		if name == "" {
+			name = fmt.Sprintf("group%d", i+1)
+		}
+		base := client.Config{
+			Servers:    []string{"http://" + a.HTTPAddr()},
+			HTTPClient: a.InProcessHTTPClient(),
+			Token:      a.Config.ACLInitialManagementToken,
+			NodeName:   a.Config.NodeName + "-" + name,
+			Datacenter: g.Datacenter,
+			NodeClass:  g.NodeClass,
+			NodePool:   g.NodePool,
+			Meta:       g.Meta,
+			Attributes: g.Attributes,
+			Resources:  api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
+			Logger:     deps.Logger.Named("client"),
+			Now:        deps.Now,
+		}
+		if base.Datacenter == "" {
+			base.Datacenter = a.Config.Datacenter
+		}
+		if g.CPU > 0 {
+			base.Resources.CPU = g.CPU
+		}
+		if g.MemoryMB > 0 {
+			base.Resources.MemoryMB = g.MemoryMB
+		}
+		if _, err := client.StartPool(ctx, g.Count, base, &a.wg); err != nil {
+			return err
+		}
+	}
+	return nil
 }

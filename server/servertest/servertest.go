@@ -74,6 +74,12 @@ func BindAddr(addr string) Option { return func(c *server.Config) { c.BindAddr =
 // DevNodes runs n simulated client nodes (mock_driver) in the agent.
 func DevNodes(n int) Option { return func(c *server.Config) { c.DevNodes = n } }
 
+// DevNodeGroup adds simulated client nodes alike (class, datacenter,
+// meta, attributes): a heterogeneous fleet.
+func DevNodeGroup(g server.DevNodeGroup) Option {
+	return func(c *server.Config) { c.DevNodeGroups = append(c.DevNodeGroups, g) }
+}
+
 // HeartbeatTTL sets how long a client node may stay silent before it is down.
 func HeartbeatTTL(d time.Duration) Option { return func(c *server.Config) { c.HeartbeatTTL = d } }
 
