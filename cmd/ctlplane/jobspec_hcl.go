@@ -27,6 +27,7 @@ import (
 //	      config { command = "/bin/sleep"  args = ["3600"] }
 //	      env { GREETING = "hi" }
 //	      resources { cpu = 100  memory = 64 }
+//	      constraint { attribute = "${attr.kernel.name}"  value = "linux" }
 //	    }
 //	  }
 //	}
@@ -71,6 +72,7 @@ func parseHCLJob(filename string, src []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("Error parsing job file %s: %s", filename, diags.Error())
 	}
 	body := f.Body.(*hclsyntax.Body)
+	keepRuntimeInterpolations(body, src)
 	if len(body.Attributes) > 0 {
 		for _, a := range body.Attributes {
 			return nil, hclErr(a.SrcRange, "unsupported top-level attribute %q: only a job block is supported", a.Name)
@@ -137,6 +139,10 @@ func hclJob(b *hclsyntax.Block) (map[string]any, error) {
 			if job["Meta"], err = hclMap(sub); err != nil {
 				return nil, err
 			}
+		case "constraint":
+			if err := appendConstraint(job, sub); err != nil {
+				return nil, err
+			}
 		case "group":
 			g, err := hclGroup(sub)
 			if err != nil {
@@ -177,6 +183,10 @@ func hclGroup(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "meta":
 			if g["Meta"], err = hclMap(sub); err != nil {
+				return nil, err
+			}
+		case "constraint":
+			if err := appendConstraint(g, sub); err != nil {
 				return nil, err
 			}
 		case "task":
@@ -226,6 +236,10 @@ func hclTask(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "meta":
 			if t["Meta"], err = hclMap(sub); err != nil {
+				return nil, err
+			}
+		case "constraint":
+			if err := appendConstraint(t, sub); err != nil {
 				return nil, err
 			}
 		case "resources":
