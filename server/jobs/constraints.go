@@ -74,7 +74,12 @@ func validateConstraint(c *state.Constraint) errList {
 		}
 	case scheduler.ConstraintVersion:
 		if _, err := version.NewConstraint(c.RTarget); err != nil {
-			errs.add("Version constraint is invalid: %v", err)
+			// go-version 1.6 (Nomad 1.6's) capitalised its message.
+			msg := err.Error()
+			if rest, ok := strings.CutPrefix(msg, "malformed"); ok {
+				msg = "Malformed" + rest
+			}
+			errs.add("Version constraint is invalid: %s", msg)
 		}
 	case scheduler.ConstraintSemver:
 		if _, err := scheduler.ParseSemverConstraint(c.RTarget); err != nil {

@@ -1,0 +1,64 @@
+package jobs
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/ctlplane/ctlplane/state"
+)
+
+// TestParseConstraints: constraints at job, group and task level are kept
+// as given; invalid ones are refused with Nomad's Constraint.Validate texts.
+func TestParseConstraints(t *testing.T) {
+	job, err := Parse([]byte(`{"ID":"web","Constraints":[{"LTarget":"${attr.kernel.name}","RTarget":"linux","Operand":"="},{"Operand":"distinct_hosts"}],
+		"TaskGroups":[{"Name":"g","Constraints":[{"LTarget":"${meta.rack}","RTarget":"2","Operand":"distinct_property"}],
+		"Tasks":[{"Name":"t","Driver":"d","Constraints":[{"LTarget":"${attr.nomad.version}","RTarget":">= 1.6","Operand":"semver"}]}]}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := func(l, op, r string) *state.Constraint { return &state.Constraint{LTarget: l, Operand: op, RTarget: r} }
+	if want := []*state.Constraint{c("${attr.kernel.name}", "=", "linux"), c("", "distinct_hosts", "")}; !reflect.DeepEqual(job.Constraints, want) {
+		t.Errorf("job constraints %+v", job.Constraints)
+	}
+	if want := []*state.Constraint{c("${meta.rack}", "distinct_property", "2")}; !reflect.DeepEqual(job.TaskGroups[0].Constraints, want) {
+		t.Errorf("group constraints %+v", job.TaskGroups[0].Constraints)
+	}
+	if want := []*state.Constraint{c("${attr.nomad.version}", "semver", ">= 1.6")}; !reflect.DeepEqual(job.TaskGroups[0].Tasks[0].Constraints, want) {
+		t.Errorf("task constraints %+v", job.TaskGroups[0].Tasks[0].Constraints)
+	}
+
+	withJob := func(cons string) string {
+		return `{"ID":"web","Constraints":[` + cons + `],"TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`
+	}
+	withTask := func(cons string) string {
+		return `{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","Constraints":[` + cons + `]}]}]}`
+	}
+	tg := "Task group g validation failed: "
+	cases := []struct{ body, want string }{
+		{withJob(`{"LTarget":"a","RTarget":"b"}`), "Constraint 1 validation failed: Missing constraint operand"},
+		{withJob(`{"LTarget":"a","RTarget":"b","Operand":"~"}`), `Constraint 1 validation failed: Unknown constraint type "~"`},
+		{withJob(`{"RTarget":"b","Operand":"="}`), "Constraint 1 validation failed: No LTarget provided but is required by constraint"},
+		{withJob(`{"LTarget":"a","Operand":"="}`), `Constraint 1 validation failed: Operator "=" requires an RTarget`},
+		{withJob(`{"LTarget":"a","Operand":"<="}`), `Constraint 1 validation failed: Operator "<=" requires an RTarget`},
+		{withJob(`{"LTarget":"a","RTarget":"x","Operand":"is_set"}`), `Constraint 1 validation failed: Operator "is_set" does not support an RTarget`},
+		{withJob(`{"LTarget":"a","Operand":"set_contains_any"}`), "Constraint 1 validation failed: Set contains constraint requires an RTarget"},
+		{withJob(`{"LTarget":"a","RTarget":"(","Operand":"regexp"}`), "Constraint 1 validation failed: Regular expression failed to compile: error parsing regexp: missing closing ): `(`"},
+		{withJob(`{"LTarget":"a","RTarget":"one","Operand":"version"}`), "Constraint 1 validation failed: Version constraint is invalid: Malformed constraint: one"},
+		{withJob(`{"LTarget":"a","RTarget":"~> 1.2","Operand":"semver"}`), "Constraint 1 validation failed: Semver constraint is invalid: Malformed constraint: ~> 1.2"},
+		{withJob(`{"LTarget":"a","RTarget":"two","Operand":"distinct_property"}`), `Constraint 1 validation failed: Failed to convert RTarget "two" to uint64: strconv.ParseUint: parsing "two": invalid syntax`},
+		{withJob(`{"LTarget":"a","RTarget":"0","Operand":"distinct_property"}`), "Constraint 1 validation failed: Distinct Property must have an allowed count of 1 or greater: 0 < 1"},
+		{withJob(`{"Operand":"distinct_hosts"},{"Operand":"="}`), "Constraint 2 validation failed: 2 errors occurred:\n\t* Operator \"=\" requires an RTarget\n\t* No LTarget provided but is required by constraint"},
+		{withTask(`{"Operand":"distinct_hosts"}`), tg + "Task t validation failed: Constraint 1 has disallowed Operand at task level: distinct_hosts"},
+		{withTask(`{"LTarget":"${meta.rack}","Operand":"distinct_property"}`), tg + "Task t validation failed: Constraint 1 has disallowed Operand at task level: distinct_property"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.body), "")
+		if err == nil {
+			t.Errorf("%s: accepted, want %q", c.body, c.want)
+			continue
+		}
+		if se, ok := err.(*state.Error); !ok || se.Code != state.ErrInvalid || err.Error() != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.body, err.Error(), c.want)
+		}
+	}
+}
