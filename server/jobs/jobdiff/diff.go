@@ -43,6 +43,7 @@ func Diff(old, new *state.Job, contextual bool) (*JobDiff, error) {
 	if s := stringSetDiff(old.Datacenters, new.Datacenters, "Datacenters", contextual); s != nil && s.Type != None {
 		d.Objects = append(d.Objects, s)
 	}
+	d.Objects = append(d.Objects, constraintDiffs(old.Constraints, new.Constraints, contextual)...)
 	d.TaskGroups = groupDiffs(old.TaskGroups, new.TaskGroups, contextual)
 	if m := multiregionDiff(old.Multiregion, new.Multiregion, contextual); m != nil {
 		d.Objects = append(d.Objects, m)
@@ -118,6 +119,7 @@ func groupDiff(old, new *state.TaskGroup, contextual bool) *TaskGroupDiff {
 	}
 	d.Fields = fieldDiffs(oldFlat, newFlat, false)
 	// Nomad's order of a group's objects (not sorted).
+	d.Objects = append(d.Objects, constraintDiffs(old.Constraints, new.Constraints, contextual)...)
 	if o := primitiveObjectDiff(old.RestartPolicy, new.RestartPolicy, nil, "RestartPolicy", contextual); o != nil {
 		d.Objects = append(d.Objects, o)
 	}
@@ -174,6 +176,7 @@ func taskDiff(old, new *state.Task, contextual bool) *TaskDiff {
 		oldFlat, newFlat = flatten(old, filter, true), flatten(new, filter, true)
 	}
 	d.Fields = fieldDiffs(oldFlat, newFlat, false)
+	d.Objects = append(d.Objects, constraintDiffs(old.Constraints, new.Constraints, contextual)...)
 	if o := configDiff(old.Config, new.Config, contextual); o != nil {
 		d.Objects = append(d.Objects, o)
 	}
