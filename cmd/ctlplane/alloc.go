@@ -16,16 +16,17 @@ import (
 const allocUsage = `Usage: ctlplane alloc <command> [flags] ID
 
 Commands (Nomad's verbs; IDs by unique prefix):
-  status ID                          show an allocation and its tasks' recent events
+  status ID                          show an allocation, its tasks' recent events and its placement metrics
   logs [-f] [-stderr] ID [TASK]      print a task's output (-f: follow it as it is written)
 
 Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 -token (env CTLPLANE_TOKEN, then NOMAD_TOKEN).
 `
 
-const nodeUsage = `Usage: ctlplane node status [ID]
+const nodeUsage = `Usage: ctlplane node status [-verbose] [ID]
 
-Lists the client nodes, or shows one (by unique ID prefix) with its allocations.
+Lists the client nodes, or shows one (by unique ID prefix) with its allocations
+(-verbose: and its attributes and meta).
 Takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and -token (env
 CTLPLANE_TOKEN, then NOMAD_TOKEN).
 `
@@ -87,6 +88,7 @@ func allocStatus(args []string, stdout, stderr io.Writer) int {
 		}
 		t.flush()
 	}
+	printPlacementMetrics(stdout, a.Metrics)
 	return exitOK
 }
 
@@ -186,6 +188,7 @@ func (f flushWriter) Write(p []byte) (int, error) {
 
 func nodeStatus(args []string, stdout, stderr io.Writer) int {
 	c := newNomadCmd("node status", nodeUsage, stdout, stderr)
+	verbose := c.flags.Bool("verbose", false, "also print the node's attributes and meta")
 	if !c.parse(args, 0, 1) {
 		return exitError
 	}
@@ -213,9 +216,12 @@ func nodeStatus(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	kv(stdout, "ID", n.ID, "Name", n.Name, "Datacenter", n.Datacenter, "HTTP Addr", orNone(n.HTTPAddr),
+	kv(stdout, "ID", n.ID, "Name", n.Name, "Class", orNone(n.NodeClass), "Node Pool", orNone(n.NodePool), "Datacenter", n.Datacenter, "HTTP Addr", orNone(n.HTTPAddr),
 		"Drivers", strings.Join(driverNames(n), ","), "Eligibility", n.SchedulingEligibility, "Status", n.Status,
 		"CPU", strconv.Itoa(n.Resources.CPU), "Memory MB", strconv.Itoa(n.Resources.MemoryMB))
+	if *verbose {
+		printNodeAttributes(stdout, n)
+	}
 	allocs, _, err := c.api.NodeAllocs(c.ctx(), id, nil)
 	if err != nil {
 		return c.fail(err)
