@@ -79,6 +79,10 @@ func (m *AllocMetric) ExhaustNode(n *Node, dimension string) {
 	}
 }
 
+// ExhaustClass counts a node of class without room (the caller tallies
+// NodesExhausted and the dimension).
+func (m *AllocMetric) ExhaustClass(class string) { addCount(&m.ClassExhausted, class) }
+
 func addCount(m *map[string]int, key string) {
 	if *m == nil {
 		*m = map[string]int{}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -31,42 +30,61 @@ func newEligibility() eligibility {
 	return eligibility{job: map[string]bool{}, groups: map[string]map[string]bool{}}
 }
 
-// newMetric starts a placement's metric: the ready nodes of the pool and,
-// per datacenter of the job, those available.
-func (p *placer) newMetric(job *state.Job) *state.AllocMetric {
-	m := &state.AllocMetric{NodesAvailable: map[string]int{}, NodesInPool: len(p.nodes)}
-	for _, ni := range p.nodes {
-		if inDatacenters(job.Datacenters, ni.node.Datacenter) {
-			m.NodesAvailable[ni.node.Datacenter]++
-		}
-	}
-	return m
+// groupStatic is what the placement-independent checks (datacenters, the
+// job's constraints, drivers, the group's and tasks' constraints) found
+// for a group: the nodes that passed, and the filter tallies of the first
+// placement and of the later ones (which see failed classes as
+// "computed class ineligible", as Nomad's cache does).
+type groupStatic struct {
+	feasible     []*nodeInfo
+	evaluated    int
+	available    map[string]int
+	first, later tally
+	used         bool
 }
 
-// feasible runs Nomad's feasibility chain on one node for tg: the job's
-// constraints, the group's drivers, the group's and tasks' constraints,
-// then distinct_hosts and distinct_property. A node that fails is counted
-// in m with the reason.
-func (p *placer) feasible(m *state.AllocMetric, job *state.Job, tg *state.TaskGroup, ni *nodeInfo) bool {
-	n := ni.node
-	class := computedClass(n)
+// tally is a set of filtered nodes as a metric counts them.
+type tally struct {
+	filtered    int
+	class, cons map[string]int
+}
+
+func (t *tally) add(n *state.Node, reason string) {
+	t.filtered++
+	if n.NodeClass != "" {
+		addCount(&t.class, n.NodeClass)
+	}
+	addCount(&t.cons, reason)
+}
+
+func addCount(m *map[string]int, key string) {
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[key]++
+}
+
+// metric starts a placement's metric from the static checks' tallies.
+func (g *groupStatic) metric(inPool int) *state.AllocMetric {
+	t := g.first
+	if g.used {
+		t = g.later
+	}
+	g.used = true
+	return &state.AllocMetric{
+		NodesEvaluated: g.evaluated, NodesInPool: inPool, NodesAvailable: maps.Clone(g.available),
+		NodesFiltered: t.filtered, ClassFiltered: maps.Clone(t.class), ConstraintFiltered: maps.Clone(t.cons),
+	}
+}
+
+// staticFor runs the static checks of tg over the ready nodes of the job's
+// datacenters once per evaluation, in Nomad's order.
+func (p *placer) staticFor(job *state.Job, tg *state.TaskGroup) *groupStatic {
+	if g := p.static[tg.Name]; g != nil {
+		return g
+	}
+	g := &groupStatic{available: map[string]int{}}
 	jobEscaped := escapes(job.Constraints)
-	if ok, known := p.elig.job[class]; known && !ok && !jobEscaped {
-		m.FilterNode(n, filterClassInelig)
-		return false
-	}
-	for _, c := range job.Constraints {
-		if !meetsConstraint(c, n) {
-			m.FilterNode(n, c.String())
-			if !jobEscaped {
-				p.elig.job[class] = false
-			}
-			return false
-		}
-	}
-	if !jobEscaped {
-		p.elig.job[class] = true
-	}
 	tgCons := append(append([]*state.Constraint(nil), tg.Constraints...), taskConstraints(tg)...)
 	tgEscaped := escapes(tgCons)
 	groupElig := p.elig.groups[tg.Name]
@@ -74,50 +92,71 @@ func (p *placer) feasible(m *state.AllocMetric, job *state.Job, tg *state.TaskGr
 		groupElig = map[string]bool{}
 		p.elig.groups[tg.Name] = groupElig
 	}
-	ok, known := groupElig[class]
-	switch {
-	case known && !ok && !tgEscaped:
-		m.FilterNode(n, filterClassInelig)
-		return false
-	case known && ok && !tgEscaped:
-	default:
-		if !hasDrivers(n, tg) {
-			m.FilterNode(n, filterMissingDrivers)
-			if !tgEscaped {
-				groupElig[class] = false
-			}
-			return false
+	for _, ni := range p.nodes {
+		n := ni.node
+		if !inDatacenters(job.Datacenters, n.Datacenter) {
+			continue
 		}
-		for _, c := range tgCons {
-			if !meetsConstraint(c, n) {
-				m.FilterNode(n, c.String())
-				if !tgEscaped {
-					groupElig[class] = false
-				}
-				return false
-			}
+		g.evaluated++
+		g.available[n.Datacenter]++
+		if ni.class == "" {
+			ni.class = computedClass(n)
 		}
-		if !tgEscaped {
-			groupElig[class] = true
+		reason, escaped := p.staticCheck(job, tg, tgCons, ni, groupElig, jobEscaped, tgEscaped)
+		if reason == "" {
+			g.feasible = append(g.feasible, ni)
+			continue
 		}
+		g.first.add(n, reason)
+		if !escaped {
+			reason = filterClassInelig
+		}
+		g.later.add(n, reason)
 	}
-	if !p.distinctHosts(job, tg, ni) {
-		m.FilterNode(n, ConstraintDistinctHosts)
-		return false
+	p.static[tg.Name] = g
+	return g
+}
+
+// staticCheck returns why the node fails tg's static checks ("" if it
+// passes) and whether that check escaped the class cache.
+func (p *placer) staticCheck(job *state.Job, tg *state.TaskGroup, tgCons []*state.Constraint, ni *nodeInfo,
+	groupElig map[string]bool, jobEscaped, tgEscaped bool) (string, bool) {
+	n, class := ni.node, ni.class
+	if ok, known := p.elig.job[class]; known && !ok && !jobEscaped {
+		return filterClassInelig, false
 	}
 	for _, c := range job.Constraints {
-		if reason := p.distinctProperty(c, "", ni); reason != "" {
-			m.FilterNode(n, reason)
-			return false
+		if !meetsConstraint(c, n) {
+			if !jobEscaped {
+				p.elig.job[class] = false
+			}
+			return c.String(), jobEscaped
 		}
 	}
-	for _, c := range tg.Constraints {
-		if reason := p.distinctProperty(c, tg.Name, ni); reason != "" {
-			m.FilterNode(n, reason)
-			return false
+	if !jobEscaped {
+		p.elig.job[class] = true
+	}
+	if ok, known := groupElig[class]; known && !tgEscaped {
+		if ok {
+			return "", false
+		}
+		return filterClassInelig, false
+	}
+	reason := ""
+	if !hasDrivers(n, tg) {
+		reason = filterMissingDrivers
+	} else {
+		for _, c := range tgCons {
+			if !meetsConstraint(c, n) {
+				reason = c.String()
+				break
+			}
 		}
 	}
-	return true
+	if !tgEscaped {
+		groupElig[class] = reason == ""
+	}
+	return reason, tgEscaped
 }
 
 func taskConstraints(tg *state.TaskGroup) []*state.Constraint {
@@ -128,50 +167,70 @@ func taskConstraints(tg *state.TaskGroup) []*state.Constraint {
 	return out
 }
 
-// distinctHosts: with distinct_hosts on the job, no two allocations of the
-// job on a node; on the group, no two of the group.
-func (p *placer) distinctHosts(job *state.Job, tg *state.TaskGroup, ni *nodeInfo) bool {
-	if hasOperand(job.Constraints, ConstraintDistinctHosts) && ni.jobAllocs > 0 {
-		return false
-	}
-	return !hasOperand(tg.Constraints, ConstraintDistinctHosts) || ni.groupAllocs[tg.Name] == 0
+// propertyUse counts, for one distinct_property constraint, the
+// allocations per value of its property as this placement sees them.
+type propertyUse struct {
+	c       *state.Constraint
+	allowed uint64
+	err     string
+	used    map[string]uint64
 }
 
-// distinctProperty checks one distinct_property constraint (group "" for
-// the job's, counting every allocation of the job): at most RTarget
-// (default 1) allocations per value of the property. It returns Nomad's
-// filter reason, or "" when the node passes.
-func (p *placer) distinctProperty(c *state.Constraint, group string, ni *nodeInfo) string {
-	if c.Operand != ConstraintDistinctProperty {
-		return ""
-	}
-	allowed := uint64(1)
-	if c.RTarget != "" {
-		v, err := strconv.ParseUint(c.RTarget, 10, 64)
-		if err != nil {
-			return fmt.Sprintf("failed to convert RTarget %q to uint64: %v", c.RTarget, err)
+// propertyCounts prepares the job's and the group's distinct_property
+// constraints for one placement (nil when there are none).
+func (p *placer) propertyCounts(job *state.Job, tg *state.TaskGroup) []*propertyUse {
+	var out []*propertyUse
+	for _, level := range []struct {
+		cs    []*state.Constraint
+		group string
+	}{{job.Constraints, ""}, {tg.Constraints, tg.Name}} {
+		for _, c := range level.cs {
+			if c.Operand != ConstraintDistinctProperty {
+				continue
+			}
+			u := &propertyUse{c: c, allowed: 1, used: map[string]uint64{}}
+			if c.RTarget != "" {
+				v, err := strconv.ParseUint(c.RTarget, 10, 64)
+				if err != nil {
+					u.err = fmt.Sprintf("failed to convert RTarget %q to uint64: %v", c.RTarget, err)
+				}
+				u.allowed = v
+			}
+			for _, o := range p.nodes {
+				n := o.jobAllocs
+				if level.group != "" {
+					n = o.groupAllocs[level.group]
+				}
+				if v, ok := resolveTarget(c.LTarget, o.node); ok && n > 0 {
+					u.used[v] += uint64(n)
+				}
+			}
+			out = append(out, u)
 		}
-		allowed = v
 	}
-	value, ok := resolveTarget(c.LTarget, ni.node)
-	if !ok {
-		return fmt.Sprintf("missing property %q", c.LTarget)
+	return out
+}
+
+// distinct checks distinct_hosts and distinct_property on a node that
+// passed the static checks, returning Nomad's filter reason ("" passes).
+func (p *placer) distinct(job *state.Job, tg *state.TaskGroup, ni *nodeInfo, props []*propertyUse) string {
+	if (hasOperand(job.Constraints, ConstraintDistinctHosts) && ni.jobAllocs > 0) ||
+		(hasOperand(tg.Constraints, ConstraintDistinctHosts) && ni.groupAllocs[tg.Name] > 0) {
+		return ConstraintDistinctHosts
 	}
-	var used uint64
-	for _, o := range p.nodes {
-		if v, ok := resolveTarget(c.LTarget, o.node); !ok || v != value {
-			continue
+	for _, u := range props {
+		if u.err != "" {
+			return u.err
 		}
-		if group == "" {
-			used += uint64(max(o.jobAllocs, 0))
-		} else {
-			used += uint64(max(o.groupAllocs[group], 0))
+		value, ok := resolveTarget(u.c.LTarget, ni.node)
+		if !ok {
+			return fmt.Sprintf("missing property %q", u.c.LTarget)
+		}
+		if used := u.used[value]; used >= u.allowed {
+			return fmt.Sprintf("distinct_property: %s=%s used by %d allocs", u.c.LTarget, value, used)
 		}
 	}
-	if used < allowed {
-		return ""
-	}
-	return fmt.Sprintf("distinct_property: %s=%s used by %d allocs", c.LTarget, value, used)
+	return ""
 }
 
 func hasOperand(cs []*state.Constraint, op string) bool {
@@ -218,33 +277,59 @@ func computedClass(n *state.Node) string {
 	return b.String()
 }
 
-// scoreMeta is a feasible node's score: Nomad's "binpack" (the fuller the
-// node after placing, the higher, 0..1) and the reschedule penalty.
-func scoreMeta(ni *nodeInfo, free float64, avoided bool) *state.NodeScoreMeta {
-	s := &state.NodeScoreMeta{NodeID: ni.node.ID, Scores: map[string]float64{"binpack": 1 - free/2}}
-	if avoided {
-		s.Scores["node-reschedule-penalty"] = -1
-	}
-	var sum float64
-	for _, v := range s.Scores {
-		sum += v
-	}
-	s.NormScore = sum / float64(len(s.Scores))
-	return s
-}
-
 // maxScoreMeta is how many top nodes Nomad keeps in ScoreMetaData.
 const maxScoreMeta = 5
 
-func topScores(all []*state.NodeScoreMeta) []*state.NodeScoreMeta {
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].NormScore != all[j].NormScore {
-			return all[i].NormScore > all[j].NormScore
-		}
-		return all[i].NodeID < all[j].NodeID
-	})
-	if len(all) > maxScoreMeta {
-		all = all[:maxScoreMeta]
+// topScores keeps the best scored nodes of a placement: Nomad's
+// "binpack" (the fuller the node after placing, the higher, 0..1) and
+// the reschedule penalty, averaged into the normalized score.
+type topScores struct {
+	entries []scoreEntry
+}
+
+type scoreEntry struct {
+	ni      *nodeInfo
+	binpack float64
+	avoided bool
+	norm    float64
+}
+
+func (t *topScores) add(ni *nodeInfo, free float64, avoided bool) {
+	binpack := 1 - free/2
+	norm := binpack
+	if avoided {
+		norm = (binpack - 1) / 2
 	}
-	return all
+	// Nodes come by ID: on a tie the earlier one stays ahead, so a node
+	// no better than the fifth is not among the best (the common case).
+	if len(t.entries) == maxScoreMeta && norm <= t.entries[maxScoreMeta-1].norm {
+		return
+	}
+	e := scoreEntry{ni: ni, binpack: binpack, avoided: avoided, norm: norm}
+	i := len(t.entries)
+	for i > 0 && e.better(t.entries[i-1]) {
+		i--
+	}
+	t.entries = slices.Insert(t.entries, i, e)
+	if len(t.entries) > maxScoreMeta {
+		t.entries = t.entries[:maxScoreMeta]
+	}
+}
+
+// better: a higher score (ties keep the earlier node, by ID, ahead).
+func (e scoreEntry) better(o scoreEntry) bool { return e.norm > o.norm }
+
+func (t *topScores) meta() []*state.NodeScoreMeta {
+	if len(t.entries) == 0 {
+		return nil
+	}
+	out := make([]*state.NodeScoreMeta, 0, len(t.entries))
+	for _, e := range t.entries {
+		s := &state.NodeScoreMeta{NodeID: e.ni.node.ID, Scores: map[string]float64{"binpack": e.binpack}, NormScore: e.norm}
+		if e.avoided {
+			s.Scores["node-reschedule-penalty"] = -1
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -19,6 +19,8 @@ type nodeInfo struct {
 	// groupAllocs the same per task group (distinct_hosts, distinct_property).
 	jobAllocs   int
 	groupAllocs map[string]int
+	// class is the node's computed class ("" until needed).
+	class string
 }
 
 // count adds n allocations of the job's group tg to the node.
@@ -37,14 +39,16 @@ type placer struct {
 	nodes []*nodeInfo // ready nodes, by ID
 	byID  map[string]*nodeInfo
 	// elig remembers, per computed node class, what the feasibility
-	// checks found (Nomad's EvalEligibility).
-	elig eligibility
+	// checks found (Nomad's EvalEligibility); static caches, per group,
+	// the outcome of the checks that do not depend on placements.
+	elig   eligibility
+	static map[string]*groupStatic
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every
 // live allocation of the cluster.
 func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string) *placer {
-	p := &placer{byID: map[string]*nodeInfo{}, elig: newEligibility()}
+	p := &placer{byID: map[string]*nodeInfo{}, elig: newEligibility(), static: map[string]*groupStatic{}}
 	for _, n := range nodes {
 		if !n.Ready() {
 			continue
@@ -111,33 +115,52 @@ func (p *placer) reclaim(a *state.Allocation) {
 func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) (*nodeInfo, *state.AllocMetric) {
 	start := time.Now()
 	need := tg.Resources()
-	m := p.newMetric(job)
+	st := p.staticFor(job, tg)
+	m := st.metric(len(p.nodes))
+	props := p.propertyCounts(job, tg)
+	checkDistinct := props != nil || hasOperand(job.Constraints, ConstraintDistinctHosts) || hasOperand(tg.Constraints, ConstraintDistinctHosts)
 	var best *nodeInfo
 	var bestScore float64
 	bestAvoided := false
-	var scored []*state.NodeScoreMeta
-	for _, ni := range p.nodes {
-		if !inDatacenters(job.Datacenters, ni.node.Datacenter) {
-			continue
-		}
-		m.NodesEvaluated++
-		if !p.feasible(m, job, tg, ni) {
-			continue
+	var top topScores
+	var exhaustedCPU, exhaustedMem int // tallied here, mapped once
+	for _, ni := range st.feasible {
+		if checkDistinct {
+			if reason := p.distinct(job, tg, ni, props); reason != "" {
+				m.FilterNode(ni.node, reason)
+				continue
+			}
 		}
 		score, ok := fitScore(ni, need)
 		if !ok {
-			m.ExhaustNode(ni.node, exhausted(ni, need))
+			m.NodesExhausted++
+			if ni.node.NodeClass != "" {
+				m.ExhaustClass(ni.node.NodeClass)
+			}
+			if exhausted(ni, need) == dimensionCPU {
+				exhaustedCPU++
+			} else {
+				exhaustedMem++
+			}
 			continue
 		}
 		avoided := avoid[ni.node.ID]
-		scored = append(scored, scoreMeta(ni, score, avoided))
+		top.add(ni, score, avoided)
 		if best == nil || (bestAvoided && !avoided) || (avoided == bestAvoided && (score < bestScore ||
 			(score == bestScore && (ni.jobAllocs < best.jobAllocs ||
 				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))))) {
 			best, bestScore, bestAvoided = ni, score, avoided
 		}
 	}
-	m.ScoreMetaData = topScores(scored)
+	m.ScoreMetaData = top.meta()
+	for dim, n := range map[string]int{dimensionCPU: exhaustedCPU, dimensionMemory: exhaustedMem} {
+		if n > 0 {
+			if m.DimensionExhausted == nil {
+				m.DimensionExhausted = map[string]int{}
+			}
+			m.DimensionExhausted[dim] = n
+		}
+	}
 	if best != nil {
 		best.used.CPU += need.CPU
 		best.used.MemoryMB += need.MemoryMB
