@@ -45,6 +45,7 @@ type Job struct {
 	Update      *UpdateStrategy
 	Multiregion *Multiregion
 	Constraints []*Constraint
+	Affinities  []*Affinity
 	TaskGroups  []*TaskGroup
 
 	Stop              bool
@@ -105,6 +106,7 @@ type TaskGroup struct {
 	ReschedulePolicy *ReschedulePolicy
 	Meta             map[string]string
 	Constraints      []*Constraint
+	Affinities       []*Affinity
 	Tasks            []*Task
 }
 
@@ -127,6 +129,7 @@ type Task struct {
 	KillTimeout time.Duration
 	KillSignal  string
 	Constraints []*Constraint
+	Affinities  []*Affinity
 }
 
 // Resources a task asks for.

@@ -17,6 +17,21 @@ func (c *Constraint) String() string {
 	return fmt.Sprintf("%s %s %s", c.LTarget, c.Operand, c.RTarget)
 }
 
+// Affinity is Nomad's affinity: a constraint that, when a node meets it,
+// adds Weight (-100..100, not 0) to the node's score instead of ruling
+// nodes out.
+type Affinity struct {
+	LTarget string
+	RTarget string
+	Operand string
+	Weight  int8
+}
+
+// String is Nomad's Affinity.String.
+func (a *Affinity) String() string {
+	return fmt.Sprintf("%s %s %s %v", a.LTarget, a.Operand, a.RTarget, a.Weight)
+}
+
 // AllocMetric is Nomad's AllocMetric: what the scheduler saw while placing
 // an allocation (on the allocation) or failing to (an evaluation's
 // FailedTGAllocs, per group).

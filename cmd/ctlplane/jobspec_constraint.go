@@ -49,6 +49,27 @@ func hclConstraint(b *hclsyntax.Block) (map[string]any, error) {
 	return c, nil
 }
 
+// hclAffinityFields are an affinity block's arguments.
+var hclAffinityFields = map[string]hclField{
+	"attribute": {"LTarget", "string"}, "operator": {"Operand", "string"}, "value": {"RTarget", "string"},
+	"weight": {"Weight", "int"},
+}
+
+// appendAffinity adds an affinity block to out["Affinities"] (operator
+// "=" when none is given; a missing weight takes Nomad's 50 on the server).
+func appendAffinity(out map[string]any, b *hclsyntax.Block) error {
+	a, err := hclSimpleBlock(b, hclAffinityFields)
+	if err != nil {
+		return err
+	}
+	if op, _ := a["Operand"].(string); op == "" {
+		a["Operand"] = "="
+	}
+	list, _ := out["Affinities"].([]any)
+	out["Affinities"] = append(list, a)
+	return nil
+}
+
 // appendConstraint adds a constraint block to out["Constraints"].
 func appendConstraint(out map[string]any, b *hclsyntax.Block) error {
 	c, err := hclConstraint(b)

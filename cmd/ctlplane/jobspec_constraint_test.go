@@ -19,6 +19,11 @@ func TestJobRunHCLConstraints(t *testing.T) {
     value     = "linux"
   }
   constraint { distinct_hosts = true }
+  affinity {
+    attribute = "${node.class}"
+    value     = "big"
+    weight    = -30
+  }
   group "g" {
     constraint {
       attribute = "${meta.rack}"
@@ -55,6 +60,7 @@ func TestJobRunHCLConstraints(t *testing.T) {
 	var wrapped struct {
 		Job struct {
 			Constraints []map[string]string
+			Affinities  []map[string]any
 			TaskGroups  []struct {
 				Constraints []map[string]string
 				Tasks       []struct{ Constraints []map[string]string }
@@ -70,6 +76,9 @@ func TestJobRunHCLConstraints(t *testing.T) {
 	j := wrapped.Job
 	if want := []map[string]string{c("${attr.kernel.name}", "=", "linux"), c("", "distinct_hosts", "")}; !reflect.DeepEqual(j.Constraints, want) {
 		t.Errorf("job constraints %v, want %v", j.Constraints, want)
+	}
+	if want := []map[string]any{{"LTarget": "${node.class}", "Operand": "=", "RTarget": "big", "Weight": -30.0}}; !reflect.DeepEqual(j.Affinities, want) {
+		t.Errorf("job affinities %v, want %v", j.Affinities, want)
 	}
 	if len(j.TaskGroups) != 1 || len(j.TaskGroups[0].Tasks) != 1 {
 		t.Fatalf("groups: %s", out)

@@ -143,6 +143,10 @@ func hclJob(b *hclsyntax.Block) (map[string]any, error) {
 			if err := appendConstraint(job, sub); err != nil {
 				return nil, err
 			}
+		case "affinity":
+			if err := appendAffinity(job, sub); err != nil {
+				return nil, err
+			}
 		case "group":
 			g, err := hclGroup(sub)
 			if err != nil {
@@ -187,6 +191,10 @@ func hclGroup(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "constraint":
 			if err := appendConstraint(g, sub); err != nil {
+				return nil, err
+			}
+		case "affinity":
+			if err := appendAffinity(g, sub); err != nil {
 				return nil, err
 			}
 		case "task":
@@ -240,6 +248,10 @@ func hclTask(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "constraint":
 			if err := appendConstraint(t, sub); err != nil {
+				return nil, err
+			}
+		case "affinity":
+			if err := appendAffinity(t, sub); err != nil {
 				return nil, err
 			}
 		case "resources":

@@ -98,6 +98,7 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 	}
 	job.Multiregion = canonicalMultiregion(spec.Multiregion)
 	job.Constraints = canonicalConstraints(spec.Constraints)
+	job.Affinities = canonicalAffinities(spec.Affinities)
 	for _, g := range spec.TaskGroups {
 		if g == nil {
 			g = &GroupSpec{}
@@ -116,6 +117,7 @@ func canonicalGroup(g *GroupSpec, jobUpdate *UpdateSpec) *state.TaskGroup {
 		Meta:  stringMap(g.Meta),
 
 		Constraints: canonicalConstraints(g.Constraints),
+		Affinities:  canonicalAffinities(g.Affinities),
 	}
 	switch {
 	case jobUpdate != nil && g.Update != nil:
@@ -152,6 +154,7 @@ func canonicalTask(t *TaskSpec) *state.Task {
 		KillSignal:  t.KillSignal,
 		Resources:   &state.Resources{CPU: DefaultCPU, MemoryMB: DefaultMemoryMB},
 		Constraints: canonicalConstraints(t.Constraints),
+		Affinities:  canonicalAffinities(t.Affinities),
 	}
 	if len(t.Config) > 0 {
 		task.Config = t.Config

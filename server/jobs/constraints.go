@@ -74,12 +74,7 @@ func validateConstraint(c *state.Constraint) errList {
 		}
 	case scheduler.ConstraintVersion:
 		if _, err := version.NewConstraint(c.RTarget); err != nil {
-			// go-version 1.6 (Nomad 1.6's) capitalised its message.
-			msg := err.Error()
-			if rest, ok := strings.CutPrefix(msg, "malformed"); ok {
-				msg = "Malformed" + rest
-			}
-			errs.add("Version constraint is invalid: %s", msg)
+			errs.add("Version constraint is invalid: %s", capitalMalformed(err))
 		}
 	case scheduler.ConstraintSemver:
 		if _, err := scheduler.ParseSemverConstraint(c.RTarget); err != nil {
@@ -123,4 +118,14 @@ func joinErrs(l errList) string {
 		b.WriteString("\n\t* " + e)
 	}
 	return b.String()
+}
+
+// capitalMalformed is a go-version error as go-version 1.6 (Nomad 1.6's)
+// wrote it: "Malformed constraint: …".
+func capitalMalformed(err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "malformed"); ok {
+		msg = "Malformed" + rest
+	}
+	return msg
 }

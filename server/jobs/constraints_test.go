@@ -62,3 +62,37 @@ func TestParseConstraints(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAffinities: affinities take Nomad's default weight 50 and are
+// validated with Affinity.Validate's texts.
+func TestParseAffinities(t *testing.T) {
+	job, err := Parse([]byte(`{"ID":"web","Affinities":[{"LTarget":"${node.class}","RTarget":"big","Operand":"="}],
+		"TaskGroups":[{"Name":"g","Affinities":[{"LTarget":"${meta.rack}","RTarget":"r1","Operand":"=","Weight":-20}],"Tasks":[{"Name":"t","Driver":"d"}]}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := job.Affinities; len(a) != 1 || *a[0] != (state.Affinity{LTarget: "${node.class}", RTarget: "big", Operand: "=", Weight: 50}) {
+		t.Errorf("job affinities %+v", a)
+	}
+	if a := job.TaskGroups[0].Affinities; len(a) != 1 || a[0].Weight != -20 {
+		t.Errorf("group affinities %+v", a)
+	}
+	body := func(a string) string {
+		return `{"ID":"web","Affinities":[` + a + `],"TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`
+	}
+	cases := []struct{ body, want string }{
+		{body(`{"LTarget":"a","RTarget":"b","Operand":"=","Weight":0}`), "Affinity 1 validation failed: Affinity weight cannot be zero"},
+		{body(`{"LTarget":"a","RTarget":"b","Operand":"=","Weight":101}`), "Affinity 1 validation failed: Affinity weight must be within the range [-100,100]"},
+		{body(`{"LTarget":"a","RTarget":"b","Operand":"distinct_hosts"}`), `Affinity 1 validation failed: Unknown affinity operator "distinct_hosts"`},
+		{body(`{"RTarget":"b","Operand":"="}`), "Affinity 1 validation failed: No LTarget provided but is required"},
+		{body(`{"LTarget":"a","Operand":"set_contains"}`), "Affinity 1 validation failed: Set contains operators require an RTarget"},
+		{body(`{"LTarget":"a","RTarget":"x","Operand":"version"}`), "Affinity 1 validation failed: Version affinity is invalid: Malformed constraint: x"},
+		{body(`{"LTarget":"a","RTarget":"b"}`), "Affinity 1 validation failed: Missing affinity operand"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.body), "")
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s:\n got %v\nwant %q", c.body, err, c.want)
+		}
+	}
+}

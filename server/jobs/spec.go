@@ -53,10 +53,10 @@ type JobSpec struct {
 	Reschedule *RescheduleSpec
 
 	Constraints []*ConstraintSpec
+	Affinities  []*AffinitySpec
 
 	AllAtOnce                Unsupported
 	NodePool                 Unsupported
-	Affinities               Unsupported
 	Spreads                  Unsupported
 	Periodic                 Unsupported
 	ParameterizedJob         Unsupported
@@ -122,8 +122,8 @@ type GroupSpec struct {
 	Meta             map[string]string
 	Tasks            []*TaskSpec
 	Constraints      []*ConstraintSpec
+	Affinities       []*AffinitySpec
 
-	Affinities                Unsupported
 	Spreads                   Unsupported
 	Volumes                   Unsupported
 	Disconnect                Unsupported
@@ -171,10 +171,10 @@ type TaskSpec struct {
 	KillTimeout *time.Duration
 	KillSignal  string
 	Constraints []*ConstraintSpec
+	Affinities  []*AffinitySpec
 
 	User            Unsupported
 	Lifecycle       Unsupported
-	Affinities      Unsupported
 	Services        Unsupported
 	RestartPolicy   Unsupported
 	LogConfig       Unsupported
@@ -201,6 +201,14 @@ type ConstraintSpec struct {
 	LTarget string
 	RTarget string
 	Operand string
+}
+
+// AffinitySpec is Nomad's api.Affinity (Weight defaults to 50).
+type AffinitySpec struct {
+	LTarget string
+	RTarget string
+	Operand string
+	Weight  *int8
 }
 
 // ResourcesSpec is a task's resources block.

@@ -85,6 +85,7 @@ func Validate(job *state.Job) error {
 	}
 	checkStringMap(&errs, "Job Meta", job.Meta, MaxMetaKeys, MaxMetaValueLength)
 	checkConstraints(&errs, job.Constraints, false)
+	checkAffinities(&errs, job.Affinities)
 	checkMultiregion(&errs, job.Multiregion)
 	if len(job.TaskGroups) == 0 {
 		errs.add("Missing job task groups")
@@ -131,6 +132,7 @@ func validateGroup(tg *state.TaskGroup) []string {
 	}
 	checkStringMap(&errs, "Task group Meta", tg.Meta, MaxMetaKeys, MaxMetaValueLength)
 	checkConstraints(&errs, tg.Constraints, false)
+	checkAffinities(&errs, tg.Affinities)
 	if tg.RestartPolicy == nil {
 		errs.add("Task Group %v should have a restart policy", tg.Name)
 	} else {
@@ -263,6 +265,7 @@ func validateTask(t *state.Task) []string {
 	}
 	checkStringMap(&errs, "Task Meta", t.Meta, MaxMetaKeys, MaxMetaValueLength)
 	checkConstraints(&errs, t.Constraints, true)
+	checkAffinities(&errs, t.Affinities)
 	checkStringMap(&errs, "Task Env", t.Env, MaxEnvKeys, MaxEnvValueLength)
 	if t.Config != nil {
 		if b, err := json.Marshal(t.Config); err != nil {

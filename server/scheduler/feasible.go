@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +37,10 @@ func newEligibility() eligibility {
 // placement and of the later ones (which see failed classes as
 // "computed class ineligible", as Nomad's cache does).
 type groupStatic struct {
-	feasible     []*nodeInfo
+	feasible []*nodeInfo
+	// affinities holds each feasible node's node-affinity score (nil
+	// without affinities).
+	affinities   []float64
 	evaluated    int
 	available    map[string]int
 	first, later tally
@@ -62,6 +66,14 @@ func addCount(m *map[string]int, key string) {
 		*m = map[string]int{}
 	}
 	(*m)[key]++
+}
+
+// affinity is the i-th feasible node's node-affinity score.
+func (g *groupStatic) affinity(i int) float64 {
+	if g.affinities == nil {
+		return 0
+	}
+	return g.affinities[i]
 }
 
 // metric starts a placement's metric from the static checks' tallies.
@@ -105,6 +117,9 @@ func (p *placer) staticFor(job *state.Job, tg *state.TaskGroup) *groupStatic {
 		reason, escaped := p.staticCheck(job, tg, tgCons, ni, groupElig, jobEscaped, tgEscaped)
 		if reason == "" {
 			g.feasible = append(g.feasible, ni)
+			if as := groupAffinities(job, tg); len(as) > 0 {
+				g.affinities = append(g.affinities, affinityScore(as, n))
+			}
 			continue
 		}
 		g.first.add(n, reason)
@@ -280,44 +295,57 @@ func computedClass(n *state.Node) string {
 // maxScoreMeta is how many top nodes Nomad keeps in ScoreMetaData.
 const maxScoreMeta = 5
 
-// topScores keeps the best scored nodes of a placement: Nomad's
-// "binpack" (the fuller the node after placing, the higher, 0..1) and
-// the reschedule penalty, averaged into the normalized score.
-type topScores struct {
-	entries []scoreEntry
+// nodeScore is one feasible node's scores, as Nomad's rank iterators
+// give them: "binpack" (the fuller the node after placing, the higher,
+// 0..1), "job-anti-affinity" (-(collisions+1)/count where the group
+// already runs), "node-reschedule-penalty" (-1 where a predecessor
+// failed), "node-affinity" (matching weights over all weights); the
+// normalized score is their average (the ones that apply).
+type nodeScore struct {
+	ni                   *nodeInfo
+	binpack, anti        float64
+	affinity             float64
+	avoided, hasAffinity bool
+	norm                 float64
 }
 
-type scoreEntry struct {
-	ni      *nodeInfo
-	binpack float64
-	avoided bool
-	norm    float64
-}
-
-func (t *topScores) add(ni *nodeInfo, free float64, avoided bool) {
-	binpack := 1 - free/2
-	norm := binpack
-	if avoided {
-		norm = (binpack - 1) / 2
+func newNodeScore(ni *nodeInfo, free float64, avoided bool, collisions, count int, affinity float64, hasAffinity bool) nodeScore {
+	s := nodeScore{ni: ni, binpack: 1 - free/2, avoided: avoided, affinity: affinity, hasAffinity: hasAffinity}
+	sum, n := s.binpack, 1.0
+	if collisions > 0 && count > 0 {
+		s.anti = -float64(collisions+1) / float64(count)
+		sum, n = sum+s.anti, n+1
 	}
+	if avoided {
+		sum, n = sum-1, n+1
+	}
+	if hasAffinity && affinity != 0 {
+		sum, n = sum+affinity, n+1
+	}
+	s.norm = sum / n
+	return s
+}
+
+// topScores keeps the best scored nodes of a placement.
+type topScores struct {
+	entries []nodeScore
+}
+
+func (t *topScores) add(s nodeScore) {
 	// Nodes come by ID: on a tie the earlier one stays ahead, so a node
 	// no better than the fifth is not among the best (the common case).
-	if len(t.entries) == maxScoreMeta && norm <= t.entries[maxScoreMeta-1].norm {
+	if len(t.entries) == maxScoreMeta && s.norm <= t.entries[maxScoreMeta-1].norm {
 		return
 	}
-	e := scoreEntry{ni: ni, binpack: binpack, avoided: avoided, norm: norm}
 	i := len(t.entries)
-	for i > 0 && e.better(t.entries[i-1]) {
+	for i > 0 && s.norm > t.entries[i-1].norm {
 		i--
 	}
-	t.entries = slices.Insert(t.entries, i, e)
+	t.entries = slices.Insert(t.entries, i, s)
 	if len(t.entries) > maxScoreMeta {
 		t.entries = t.entries[:maxScoreMeta]
 	}
 }
-
-// better: a higher score (ties keep the earlier node, by ID, ahead).
-func (e scoreEntry) better(o scoreEntry) bool { return e.norm > o.norm }
 
 func (t *topScores) meta() []*state.NodeScoreMeta {
 	if len(t.entries) == 0 {
@@ -325,11 +353,41 @@ func (t *topScores) meta() []*state.NodeScoreMeta {
 	}
 	out := make([]*state.NodeScoreMeta, 0, len(t.entries))
 	for _, e := range t.entries {
-		s := &state.NodeScoreMeta{NodeID: e.ni.node.ID, Scores: map[string]float64{"binpack": e.binpack}, NormScore: e.norm}
-		if e.avoided {
-			s.Scores["node-reschedule-penalty"] = -1
+		m := &state.NodeScoreMeta{NodeID: e.ni.node.ID, Scores: map[string]float64{"binpack": e.binpack}, NormScore: e.norm}
+		if e.anti != 0 {
+			m.Scores["job-anti-affinity"] = e.anti
 		}
-		out = append(out, s)
+		if e.avoided {
+			m.Scores["node-reschedule-penalty"] = -1
+		}
+		if e.hasAffinity {
+			m.Scores["node-affinity"] = e.affinity
+		}
+		out = append(out, m)
 	}
 	return out
+}
+
+// affinityScore is Nomad's node-affinity: the weights of the affinities
+// the node meets over the sum of all weights' magnitudes (-1..1).
+func affinityScore(as []*state.Affinity, n *state.Node) float64 {
+	var total, sum float64
+	for _, a := range as {
+		total += math.Abs(float64(a.Weight))
+		l, lok := resolveTarget(a.LTarget, n)
+		r, rok := resolveTarget(a.RTarget, n)
+		if checkConstraint(a.Operand, l, r, lok, rok) {
+			sum += float64(a.Weight)
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return sum / total
+}
+
+// groupAffinities are the affinities a group's placements are scored by:
+// the job's, the group's and its tasks'.
+func groupAffinities(job *state.Job, tg *state.TaskGroup) []*state.Affinity {
+	return allAffinities(job, tg)
 }

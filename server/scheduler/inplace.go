@@ -47,6 +47,9 @@ func tasksUpdated(jobA, jobB *state.Job, taskGroup string) comparison {
 	if la, lb := len(a.Tasks), len(b.Tasks); la != lb {
 		return difference("number of tasks", la, lb)
 	}
+	if aa, ba := allAffinities(jobA, a), allAffinities(jobB, b); !reflect.DeepEqual(aa, ba) {
+		return difference("affinities", aa, ba)
+	}
 	for _, at := range a.Tasks {
 		bt := lookupTask(b, at.Name)
 		if bt == nil {
@@ -122,4 +125,15 @@ func opaqueMapsEqual(a, b map[string]any) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// allAffinities are the job's, the group's and its tasks' affinities, in
+// that order: Nomad's affinitiesUpdated compares them whole (a change is
+// destructive, so that placements are scored again).
+func allAffinities(job *state.Job, tg *state.TaskGroup) []*state.Affinity {
+	out := append(append([]*state.Affinity(nil), job.Affinities...), tg.Affinities...)
+	for _, t := range tg.Tasks {
+		out = append(out, t.Affinities...)
+	}
+	return out
 }

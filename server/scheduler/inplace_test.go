@@ -156,6 +156,10 @@ func inplaceCases() []inplaceCase {
 			group(j).Constraints = []*state.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}}
 		}, false},
 
+		{[]string{"TaskGroup.Affinities"}, "group Affinities are destructive (Nomad's affinitiesUpdated)", func(j *state.Job) {
+			group(j).Affinities = []*state.Affinity{{LTarget: "${node.class}", RTarget: "big", Operand: "=", Weight: 50}}
+		}, true},
+
 		// Task
 		{[]string{"Task.Name"}, "task Name renamed: the old task is deleted (destructive)", func(j *state.Job) { task(j).Name = "server" }, true},
 		{[]string{"Task.Driver"}, "task Driver is destructive", func(j *state.Job) { task(j).Driver = "raw_exec" }, true},
@@ -168,6 +172,9 @@ func inplaceCases() []inplaceCase {
 		{[]string{"Task.Constraints"}, "task Constraints are not compared by tasksUpdated (the node is re-checked): in place", func(j *state.Job) {
 			task(j).Constraints = []*state.Constraint{{LTarget: "${meta.rack}", Operand: "is_set"}}
 		}, false},
+		{[]string{"Task.Affinities"}, "task Affinities are destructive (Nomad's affinitiesUpdated)", func(j *state.Job) {
+			task(j).Affinities = []*state.Affinity{{LTarget: "${meta.rack}", RTarget: "r1", Operand: "=", Weight: -20}}
+		}, true},
 		{[]string{"Task.KillSignal"}, "task KillSignal is applied in place (Nomad never compares it)", func(j *state.Job) { task(j).KillSignal = "SIGINT" }, false},
 
 		// Resources

@@ -119,12 +119,17 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	m := st.metric(len(p.nodes))
 	props := p.propertyCounts(job, tg)
 	checkDistinct := props != nil || hasOperand(job.Constraints, ConstraintDistinctHosts) || hasOperand(tg.Constraints, ConstraintDistinctHosts)
+	// With affinities the best normalized score wins (Nomad's ranking);
+	// without, the tightest fit (the same order, with ctlplane's
+	// tie-breaks).
+	affinities := groupAffinities(job, tg)
 	var best *nodeInfo
 	var bestScore float64
+	var bestNorm nodeScore
 	bestAvoided := false
 	var top topScores
 	var exhaustedCPU, exhaustedMem int // tallied here, mapped once
-	for _, ni := range st.feasible {
+	for i, ni := range st.feasible {
 		if checkDistinct {
 			if reason := p.distinct(job, tg, ni, props); reason != "" {
 				m.FilterNode(ni.node, reason)
@@ -145,7 +150,14 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 			continue
 		}
 		avoided := avoid[ni.node.ID]
-		top.add(ni, score, avoided)
+		ns := newNodeScore(ni, score, avoided, ni.groupAllocs[tg.Name], tg.Count, st.affinity(i), len(affinities) > 0)
+		top.add(ns)
+		if len(affinities) > 0 {
+			if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ni.jobAllocs < best.jobAllocs) {
+				best, bestNorm = ni, ns
+			}
+			continue
+		}
 		if best == nil || (bestAvoided && !avoided) || (avoided == bestAvoided && (score < bestScore ||
 			(score == bestScore && (ni.jobAllocs < best.jobAllocs ||
 				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))))) {
