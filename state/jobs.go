@@ -46,6 +46,7 @@ type Job struct {
 	Multiregion *Multiregion
 	Constraints []*Constraint
 	Affinities  []*Affinity
+	Spreads     []*Spread
 	TaskGroups  []*TaskGroup
 
 	Stop              bool
@@ -107,6 +108,7 @@ type TaskGroup struct {
 	Meta             map[string]string
 	Constraints      []*Constraint
 	Affinities       []*Affinity
+	Spreads          []*Spread
 	Tasks            []*Task
 }
 

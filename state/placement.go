@@ -32,6 +32,20 @@ func (a *Affinity) String() string {
 	return fmt.Sprintf("%s %s %s %v", a.LTarget, a.Operand, a.RTarget, a.Weight)
 }
 
+// Spread is Nomad's spread: allocations spread over the values of
+// Attribute, by target percentages or evenly, as a scoring weight.
+type Spread struct {
+	Attribute    string
+	Weight       int8
+	SpreadTarget []*SpreadTarget
+}
+
+// SpreadTarget is one value's share of a spread.
+type SpreadTarget struct {
+	Value   string
+	Percent uint8
+}
+
 // AllocMetric is Nomad's AllocMetric: what the scheduler saw while placing
 // an allocation (on the allocation) or failing to (an evaluation's
 // FailedTGAllocs, per group).

@@ -70,6 +70,42 @@ func appendAffinity(out map[string]any, b *hclsyntax.Block) error {
 	return nil
 }
 
+// appendSpread adds a spread block (attribute, weight, target "VALUE" {
+// percent = N } blocks) to out["Spreads"].
+func appendSpread(out map[string]any, b *hclsyntax.Block) error {
+	if err := noLabels(b); err != nil {
+		return err
+	}
+	sp := map[string]any{}
+	if err := hclAttrs(b.Body, map[string]hclField{"attribute": {"Attribute", "string"}, "weight": {"Weight", "int"}}, sp); err != nil {
+		return err
+	}
+	var targets []any
+	for _, t := range b.Body.Blocks {
+		if t.Type != "target" {
+			return hclErr(t.TypeRange, "unsupported block %q in spread", t.Type)
+		}
+		value, err := oneLabel(t)
+		if err != nil {
+			return err
+		}
+		if len(t.Body.Blocks) > 0 {
+			return hclErr(t.Body.Blocks[0].TypeRange, "unsupported block %q in target", t.Body.Blocks[0].Type)
+		}
+		target := map[string]any{"Value": value}
+		if err := hclAttrs(t.Body, map[string]hclField{"percent": {"Percent", "int"}}, target); err != nil {
+			return err
+		}
+		targets = append(targets, target)
+	}
+	if targets != nil {
+		sp["SpreadTarget"] = targets
+	}
+	list, _ := out["Spreads"].([]any)
+	out["Spreads"] = append(list, sp)
+	return nil
+}
+
 // appendConstraint adds a constraint block to out["Constraints"].
 func appendConstraint(out map[string]any, b *hclsyntax.Block) error {
 	c, err := hclConstraint(b)

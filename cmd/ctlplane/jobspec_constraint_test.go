@@ -25,6 +25,16 @@ func TestJobRunHCLConstraints(t *testing.T) {
     weight    = -30
   }
   group "g" {
+    spread {
+      attribute = "${node.datacenter}"
+      weight    = 100
+      target "dc1" {
+        percent = 70
+      }
+      target "dc2" {
+        percent = 30
+      }
+    }
     constraint {
       attribute = "${meta.rack}"
       operator  = "set_contains_any"
@@ -62,6 +72,7 @@ func TestJobRunHCLConstraints(t *testing.T) {
 			Constraints []map[string]string
 			Affinities  []map[string]any
 			TaskGroups  []struct {
+				Spreads     []map[string]any
 				Constraints []map[string]string
 				Tasks       []struct{ Constraints []map[string]string }
 			}
@@ -84,6 +95,11 @@ func TestJobRunHCLConstraints(t *testing.T) {
 		t.Fatalf("groups: %s", out)
 	}
 	g := j.TaskGroups[0]
+	wantSpread := []map[string]any{{"Attribute": "${node.datacenter}", "Weight": 100.0, "SpreadTarget": []any{
+		map[string]any{"Value": "dc1", "Percent": 70.0}, map[string]any{"Value": "dc2", "Percent": 30.0}}}}
+	if !reflect.DeepEqual(g.Spreads, wantSpread) {
+		t.Errorf("group spreads %v, want %v", g.Spreads, wantSpread)
+	}
 	if want := []map[string]string{c("${meta.rack}", "set_contains_any", "r1,r2"), c("${meta.rack}", "distinct_property", "2")}; !reflect.DeepEqual(g.Constraints, want) {
 		t.Errorf("group constraints %v, want %v", g.Constraints, want)
 	}

@@ -147,6 +147,10 @@ func hclJob(b *hclsyntax.Block) (map[string]any, error) {
 			if err := appendAffinity(job, sub); err != nil {
 				return nil, err
 			}
+		case "spread":
+			if err := appendSpread(job, sub); err != nil {
+				return nil, err
+			}
 		case "group":
 			g, err := hclGroup(sub)
 			if err != nil {
@@ -195,6 +199,10 @@ func hclGroup(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "affinity":
 			if err := appendAffinity(g, sub); err != nil {
+				return nil, err
+			}
+		case "spread":
+			if err := appendSpread(g, sub); err != nil {
 				return nil, err
 			}
 		case "task":

@@ -88,3 +88,68 @@ func validateAffinity(a *state.Affinity) errList {
 	}
 	return errs
 }
+
+// DefaultSpreadWeight is Nomad's weight of a spread that gives none.
+const DefaultSpreadWeight = 50
+
+func canonicalSpreads(in []*SpreadSpec) []*state.Spread {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*state.Spread, 0, len(in))
+	for _, sp := range in {
+		if sp == nil {
+			sp = &SpreadSpec{}
+		}
+		s := &state.Spread{Attribute: sp.Attribute, Weight: DefaultSpreadWeight}
+		if sp.Weight != nil {
+			s.Weight = *sp.Weight
+		}
+		for _, t := range sp.SpreadTarget {
+			if t != nil {
+				s.SpreadTarget = append(s.SpreadTarget, &state.SpreadTarget{Value: t.Value, Percent: t.Percent})
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// checkSpreads validates a block's spreads with Nomad's Spread.Validate
+// texts ("Spread N validation failed: …").
+func checkSpreads(errs *errList, ss []*state.Spread) {
+	if len(ss) > MaxConstraints {
+		errs.add("%d spreads: at most %d are allowed", len(ss), MaxConstraints)
+		return
+	}
+	for i, s := range ss {
+		var e errList
+		if s.Attribute == "" {
+			e.add("Missing spread attribute")
+		}
+		if s.Weight <= 0 || s.Weight > 100 {
+			e.add("Spread stanza must have a positive weight from 0 to 100")
+		}
+		if len(s.SpreadTarget) > MaxConstraints {
+			e.add("%d spread targets: at most %d are allowed", len(s.SpreadTarget), MaxConstraints)
+		}
+		seen := map[string]bool{}
+		sum := 0
+		for _, t := range s.SpreadTarget {
+			if seen[t.Value] {
+				e.add("Spread target value %q already defined", t.Value)
+			}
+			seen[t.Value] = true
+			if t.Percent > 100 {
+				e.add("Spread target percentage for value %q must be between 0 and 100", t.Value)
+			}
+			sum += int(t.Percent)
+		}
+		if sum > 100 {
+			e.add("Sum of spread target percentages must not be greater than 100%%; got %d%%", sum)
+		}
+		if len(e) > 0 {
+			errs.add("Spread %d validation failed: %s", i+1, joinErrs(e))
+		}
+	}
+}

@@ -99,6 +99,7 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 	job.Multiregion = canonicalMultiregion(spec.Multiregion)
 	job.Constraints = canonicalConstraints(spec.Constraints)
 	job.Affinities = canonicalAffinities(spec.Affinities)
+	job.Spreads = canonicalSpreads(spec.Spreads)
 	for _, g := range spec.TaskGroups {
 		if g == nil {
 			g = &GroupSpec{}
@@ -118,6 +119,7 @@ func canonicalGroup(g *GroupSpec, jobUpdate *UpdateSpec) *state.TaskGroup {
 
 		Constraints: canonicalConstraints(g.Constraints),
 		Affinities:  canonicalAffinities(g.Affinities),
+		Spreads:     canonicalSpreads(g.Spreads),
 	}
 	switch {
 	case jobUpdate != nil && g.Update != nil:

@@ -96,3 +96,35 @@ func TestParseAffinities(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSpreads: spreads take Nomad's default weight 50 and are
+// validated with Spread.Validate's texts.
+func TestParseSpreads(t *testing.T) {
+	job, err := Parse([]byte(`{"ID":"web","Spreads":[{"Attribute":"${node.datacenter}","SpreadTarget":[{"Value":"dc1","Percent":70}]}],
+		"TaskGroups":[{"Name":"g","Spreads":[{"Attribute":"${meta.rack}","Weight":100}],"Tasks":[{"Name":"t","Driver":"d"}]}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := job.Spreads; len(s) != 1 || s[0].Weight != 50 || len(s[0].SpreadTarget) != 1 || *s[0].SpreadTarget[0] != (state.SpreadTarget{Value: "dc1", Percent: 70}) {
+		t.Errorf("job spreads %+v", s)
+	}
+	if s := job.TaskGroups[0].Spreads; len(s) != 1 || s[0].Weight != 100 || s[0].Attribute != "${meta.rack}" {
+		t.Errorf("group spreads %+v", s)
+	}
+	body := func(s string) string {
+		return `{"ID":"web","Spreads":[` + s + `],"TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d"}]}]}`
+	}
+	cases := []struct{ body, want string }{
+		{body(`{"Weight":10}`), "Spread 1 validation failed: Missing spread attribute"},
+		{body(`{"Attribute":"a","Weight":-1}`), "Spread 1 validation failed: Spread stanza must have a positive weight from 0 to 100"},
+		{body(`{"Attribute":"a","SpreadTarget":[{"Value":"x","Percent":10},{"Value":"x","Percent":10}]}`), `Spread 1 validation failed: Spread target value "x" already defined`},
+		{body(`{"Attribute":"a","SpreadTarget":[{"Value":"x","Percent":101}]}`), "Spread 1 validation failed: 2 errors occurred:\n\t* Spread target percentage for value \"x\" must be between 0 and 100\n\t* Sum of spread target percentages must not be greater than 100%; got 101%"},
+		{body(`{"Attribute":"a","SpreadTarget":[{"Value":"x","Percent":60},{"Value":"y","Percent":50}]}`), "Spread 1 validation failed: Sum of spread target percentages must not be greater than 100%; got 110%"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.body), "")
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s:\n got %v\nwant %q", c.body, err, c.want)
+		}
+	}
+}

@@ -54,10 +54,10 @@ type JobSpec struct {
 
 	Constraints []*ConstraintSpec
 	Affinities  []*AffinitySpec
+	Spreads     []*SpreadSpec
 
 	AllAtOnce                Unsupported
 	NodePool                 Unsupported
-	Spreads                  Unsupported
 	Periodic                 Unsupported
 	ParameterizedJob         Unsupported
 	Migrate                  Unsupported
@@ -123,8 +123,8 @@ type GroupSpec struct {
 	Tasks            []*TaskSpec
 	Constraints      []*ConstraintSpec
 	Affinities       []*AffinitySpec
+	Spreads          []*SpreadSpec
 
-	Spreads                   Unsupported
 	Volumes                   Unsupported
 	Disconnect                Unsupported
 	EphemeralDisk             Unsupported
@@ -209,6 +209,16 @@ type AffinitySpec struct {
 	RTarget string
 	Operand string
 	Weight  *int8
+}
+
+// SpreadSpec is Nomad's api.Spread (Weight defaults to 50).
+type SpreadSpec struct {
+	Attribute    string
+	Weight       *int8
+	SpreadTarget []*struct {
+		Value   string
+		Percent uint8
+	}
 }
 
 // ResourcesSpec is a task's resources block.

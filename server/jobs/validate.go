@@ -86,6 +86,7 @@ func Validate(job *state.Job) error {
 	checkStringMap(&errs, "Job Meta", job.Meta, MaxMetaKeys, MaxMetaValueLength)
 	checkConstraints(&errs, job.Constraints, false)
 	checkAffinities(&errs, job.Affinities)
+	checkSpreads(&errs, job.Spreads)
 	checkMultiregion(&errs, job.Multiregion)
 	if len(job.TaskGroups) == 0 {
 		errs.add("Missing job task groups")
@@ -133,6 +134,7 @@ func validateGroup(tg *state.TaskGroup) []string {
 	checkStringMap(&errs, "Task group Meta", tg.Meta, MaxMetaKeys, MaxMetaValueLength)
 	checkConstraints(&errs, tg.Constraints, false)
 	checkAffinities(&errs, tg.Affinities)
+	checkSpreads(&errs, tg.Spreads)
 	if tg.RestartPolicy == nil {
 		errs.add("Task Group %v should have a restart policy", tg.Name)
 	} else {

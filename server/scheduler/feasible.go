@@ -306,7 +306,21 @@ type nodeScore struct {
 	binpack, anti        float64
 	affinity             float64
 	avoided, hasAffinity bool
+	spread               float64
+	hasSpread            bool
 	norm                 float64
+	// parts counts the scores averaged into norm.
+	parts float64
+}
+
+// addSpread adds Nomad's "allocation-spread" score (when not zero).
+func (s *nodeScore) addSpread(v float64) {
+	if v == 0 {
+		return
+	}
+	s.spread, s.hasSpread = v, true
+	s.norm = (s.norm*s.parts + v) / (s.parts + 1)
+	s.parts++
 }
 
 func newNodeScore(ni *nodeInfo, free float64, avoided bool, collisions, count int, affinity float64, hasAffinity bool) nodeScore {
@@ -322,7 +336,7 @@ func newNodeScore(ni *nodeInfo, free float64, avoided bool, collisions, count in
 	if hasAffinity && affinity != 0 {
 		sum, n = sum+affinity, n+1
 	}
-	s.norm = sum / n
+	s.norm, s.parts = sum/n, n
 	return s
 }
 
@@ -362,6 +376,9 @@ func (t *topScores) meta() []*state.NodeScoreMeta {
 		}
 		if e.hasAffinity {
 			m.Scores["node-affinity"] = e.affinity
+		}
+		if e.hasSpread {
+			m.Scores["allocation-spread"] = e.spread
 		}
 		out = append(out, m)
 	}

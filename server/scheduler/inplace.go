@@ -50,6 +50,10 @@ func tasksUpdated(jobA, jobB *state.Job, taskGroup string) comparison {
 	if aa, ba := allAffinities(jobA, a), allAffinities(jobB, b); !reflect.DeepEqual(aa, ba) {
 		return difference("affinities", aa, ba)
 	}
+	// Nomad's spreadsUpdated: the job's and the group's spreads.
+	if sa, sb := append(append([]*state.Spread(nil), jobA.Spreads...), a.Spreads...), append(append([]*state.Spread(nil), jobB.Spreads...), b.Spreads...); !reflect.DeepEqual(sa, sb) {
+		return difference("spreads", sa, sb)
+	}
 	for _, at := range a.Tasks {
 		bt := lookupTask(b, at.Name)
 		if bt == nil {

@@ -160,6 +160,10 @@ func inplaceCases() []inplaceCase {
 			group(j).Affinities = []*state.Affinity{{LTarget: "${node.class}", RTarget: "big", Operand: "=", Weight: 50}}
 		}, true},
 
+		{[]string{"TaskGroup.Spreads"}, "group Spreads are destructive (Nomad's spreadsUpdated)", func(j *state.Job) {
+			group(j).Spreads = []*state.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
+		}, true},
+
 		// Task
 		{[]string{"Task.Name"}, "task Name renamed: the old task is deleted (destructive)", func(j *state.Job) { task(j).Name = "server" }, true},
 		{[]string{"Task.Driver"}, "task Driver is destructive", func(j *state.Job) { task(j).Driver = "raw_exec" }, true},

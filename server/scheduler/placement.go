@@ -123,6 +123,8 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	// without, the tightest fit (the same order, with ctlplane's
 	// tie-breaks).
 	affinities := groupAffinities(job, tg)
+	spreads := p.groupSpreads(job, tg)
+	ranked := len(affinities) > 0 || spreads != nil
 	var best *nodeInfo
 	var bestScore float64
 	var bestNorm nodeScore
@@ -151,8 +153,11 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 		}
 		avoided := avoid[ni.node.ID]
 		ns := newNodeScore(ni, score, avoided, ni.groupAllocs[tg.Name], tg.Count, st.affinity(i), len(affinities) > 0)
+		if spreads != nil {
+			ns.addSpread(spreadScore(spreads, ni.node))
+		}
 		top.add(ns)
-		if len(affinities) > 0 {
+		if ranked {
 			if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ni.jobAllocs < best.jobAllocs) {
 				best, bestNorm = ni, ns
 			}
