@@ -72,12 +72,13 @@ func TestPlacementConstraintsOnDevFleet(t *testing.T) {
 		}
 	}
 
+	var err error
 	// Constrained to the web class, one per node.
 	job := nomadJob("front", 2)
 	job.Update = nil
 	job.Constraints = []*api.Constraint{api.NewConstraint("${node.class}", "=", "web")}
 	job.TaskGroups[0].Constraints = []*api.Constraint{{Operand: "distinct_hosts"}}
-	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+	if _, _, err = c.Jobs().Register(job, nil); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	var allocs []*api.AllocationListStub
@@ -85,7 +86,6 @@ func TestPlacementConstraintsOnDevFleet(t *testing.T) {
 		if time.Now().After(deadline.Add(10 * time.Second)) {
 			t.Fatalf("allocations: %d", len(allocs))
 		}
-		var err error
 		if allocs, _, err = c.Jobs().Allocations("front", false, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -109,6 +109,40 @@ func TestPlacementConstraintsOnDevFleet(t *testing.T) {
 	}
 	if len(nodes) != 2 {
 		t.Fatalf("distinct_hosts: allocations on %d nodes", len(nodes))
+	}
+
+	// An affinity draws the allocation to the gpu node without ruling
+	// the others out; a spread over the class scores each placement.
+	pref := nomadJob("pref", 1)
+	pref.Update = nil
+	pref.Affinities = []*api.Affinity{api.NewAffinity("${node.class}", "=", "gpu", 100)}
+	pref.TaskGroups[0].Spreads = []*api.Spread{api.NewSpread("${node.class}", 50, nil)}
+	if _, _, err := c.Jobs().Register(pref, nil); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	var prefAllocs []*api.AllocationListStub
+	for len(prefAllocs) < 1 {
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatal("no allocation of pref")
+		}
+		if prefAllocs, _, err = c.Jobs().Allocations("pref", false, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if classOf[prefAllocs[0].NodeID] != "gpu" {
+		t.Fatalf("affinity: placed on a %q node", classOf[prefAllocs[0].NodeID])
+	}
+	pa, _, err := c.Allocations().Info(prefAllocs[0].ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top := pa.Metrics.ScoreMetaData; len(top) != 3 || top[0].NodeID != pa.NodeID || top[0].Scores["node-affinity"] != 1 || pa.Metrics.NodesFiltered != 0 {
+		t.Fatalf("affinity metrics %+v", pa.Metrics)
+	}
+	if job, _, err := c.Jobs().Info("pref", nil); err != nil || len(job.Affinities) != 1 || *job.Affinities[0].Weight != 100 ||
+		len(job.TaskGroups[0].Spreads) != 1 || *job.TaskGroups[0].Spreads[0].Weight != 50 {
+		t.Fatalf("job read back: %v %+v", err, job)
 	}
 
 	// No node qualifies: a blocked evaluation explains why.
