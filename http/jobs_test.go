@@ -133,7 +133,7 @@ func TestJobRegisterPathAndBody(t *testing.T) {
 		{"/v1/jobs", `{"Job":{"Name":"web"}}`, 400, "Job ID hasn't been provided"},
 		{"/v1/jobs", jobBody("web", 1, `,"Type":"batch"`), 400, `Job type "batch" is not supported: only service jobs are supported for now`},
 		{"/v1/jobs", jobBody("web", 1, `,"Constraints":[{"LTarget":"x"}]`), 400, "Constraint 1 validation failed: Missing constraint operand"},
-		{"/v1/jobs", jobBody("web", 1, `,"Spreads":[{"Attribute":"x"}]`), 400, "Spreads is not supported"},
+		{"/v1/jobs", jobBody("web", 1, `,"Periodic":{"Enabled":true}`), 400, "Periodic is not supported"},
 		{"/v1/jobs", strings.TrimSuffix(jobBody("web", 1, ""), "}") + `,"PreserveResources":true}`, 400, "PreserveResources is not supported"},
 		{"/v1/jobs", strings.TrimSuffix(jobBody("web", 1, ""), "}") + `,"EvalPriority":101}`, 400, "eval priority must be between 1 and 100 inclusively"},
 		{"/v1/jobs", strings.TrimSuffix(jobBody("web", 1, ""), "}") + `,"EnforceIndex":true,"JobModifyIndex":5}`, 409, "Enforcing job modify index 5: job does not exist"},

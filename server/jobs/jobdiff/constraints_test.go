@@ -60,3 +60,31 @@ func TestDiffConstraints(t *testing.T) {
 		t.Fatalf("task %+v", tk)
 	}
 }
+
+// TestDiffAffinitiesAndSpreads: affinities and spreads diff as object
+// sets too; a spread carries its targets as nested objects.
+func TestDiffAffinitiesAndSpreads(t *testing.T) {
+	base := func() *state.Job {
+		return &state.Job{ID: "web", Affinities: []*state.Affinity{{LTarget: "${node.class}", Operand: "=", RTarget: "big", Weight: 50}},
+			TaskGroups: []*state.TaskGroup{{Name: "g"}}}
+	}
+	b := base()
+	b.Affinities[0] = &state.Affinity{LTarget: "${node.class}", Operand: "=", RTarget: "big", Weight: -50}
+	b.TaskGroups[0].Spreads = []*state.Spread{{Attribute: "${node.datacenter}", Weight: 50, SpreadTarget: []*state.SpreadTarget{{Value: "dc1", Percent: 70}}}}
+	d, err := Diff(base(), b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Objects) != 2 || d.Objects[0].Name != "Affinity" || d.Objects[0].Type != Added || d.Objects[1].Type != Deleted {
+		t.Fatalf("job objects %+v", d.Objects)
+	}
+	g := d.TaskGroups[0]
+	if len(g.Objects) != 1 || g.Objects[0].Name != "Spread" || g.Objects[0].Type != Added ||
+		len(g.Objects[0].Objects) != 1 || g.Objects[0].Objects[0].Name != "SpreadTarget" || g.Objects[0].Objects[0].Type != Added {
+		t.Fatalf("group objects %+v", g.Objects)
+	}
+	// Unchanged: nothing.
+	if d, err := Diff(base(), base(), true); err != nil || len(d.Objects) != 0 || d.Type != None {
+		t.Fatalf("unchanged: %v %+v", err, d)
+	}
+}

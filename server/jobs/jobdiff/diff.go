@@ -44,6 +44,8 @@ func Diff(old, new *state.Job, contextual bool) (*JobDiff, error) {
 		d.Objects = append(d.Objects, s)
 	}
 	d.Objects = append(d.Objects, constraintDiffs(old.Constraints, new.Constraints, contextual)...)
+	d.Objects = append(d.Objects, affinityDiffs(old.Affinities, new.Affinities, contextual)...)
+	d.Objects = append(d.Objects, spreadDiffs(old.Spreads, new.Spreads, contextual)...)
 	d.TaskGroups = groupDiffs(old.TaskGroups, new.TaskGroups, contextual)
 	if m := multiregionDiff(old.Multiregion, new.Multiregion, contextual); m != nil {
 		d.Objects = append(d.Objects, m)
@@ -120,6 +122,8 @@ func groupDiff(old, new *state.TaskGroup, contextual bool) *TaskGroupDiff {
 	d.Fields = fieldDiffs(oldFlat, newFlat, false)
 	// Nomad's order of a group's objects (not sorted).
 	d.Objects = append(d.Objects, constraintDiffs(old.Constraints, new.Constraints, contextual)...)
+	d.Objects = append(d.Objects, affinityDiffs(old.Affinities, new.Affinities, contextual)...)
+	d.Objects = append(d.Objects, spreadDiffs(old.Spreads, new.Spreads, contextual)...)
 	if o := primitiveObjectDiff(old.RestartPolicy, new.RestartPolicy, nil, "RestartPolicy", contextual); o != nil {
 		d.Objects = append(d.Objects, o)
 	}
@@ -177,6 +181,7 @@ func taskDiff(old, new *state.Task, contextual bool) *TaskDiff {
 	}
 	d.Fields = fieldDiffs(oldFlat, newFlat, false)
 	d.Objects = append(d.Objects, constraintDiffs(old.Constraints, new.Constraints, contextual)...)
+	d.Objects = append(d.Objects, affinityDiffs(old.Affinities, new.Affinities, contextual)...)
 	if o := configDiff(old.Config, new.Config, contextual); o != nil {
 		d.Objects = append(d.Objects, o)
 	}
