@@ -237,7 +237,7 @@ func TestParseUnsupported(t *testing.T) {
 		}
 	}
 	refused := []struct{ body, want string }{
-		{`{"ID":"web","AllAtOnce":true}`, "AllAtOnce is not supported"},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","Networks":[{"Mode":"host"}],"Tasks":[]}]}`, `Networks is not supported (task group "g")`},
 		{`{"ID":"web","AllAtOnce":true}`, "AllAtOnce is not supported"},
 		{`{"ID":"web","Periodic":{"Enabled":true}}`, "Periodic is not supported"},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Services":[{"Name":"s"}],"Tasks":[]}]}`, `Services is not supported (task group "g")`},
