@@ -95,6 +95,10 @@ func (m *monitor) evaluation(ctx context.Context, evalID string) (*api.Evaluatio
 				fmt.Fprintf(m.out, "    %s: Allocation %q created: node %q, group %q\n", stamp(), short(a.ID), short(a.NodeID), a.TaskGroup)
 			}
 		}
+		if len(e.FailedTGAllocs) > 0 {
+			m.failedPlacements(e)
+			return e, nil
+		}
 		for g, n := range e.QueuedAllocations {
 			if n > 0 {
 				fmt.Fprintf(m.out, "    %s: Task Group %q (failed to place %d allocation(s))\n", stamp(), g, n)
@@ -249,4 +253,30 @@ func writeDeployment(w io.Writer, d *api.Deployment) {
 		t.row(row...)
 	}
 	t.flush()
+}
+
+// failedPlacements prints why an evaluation could not place everything,
+// as Nomad's monitor: each group's failure metrics, then the blocked
+// evaluation that waits for capacity.
+func (m *monitor) failedPlacements(e *api.Evaluation) {
+	fmt.Fprintf(m.out, "==> %s: Evaluation %q finished with status %q but failed to place all allocations:\n", stamp(), short(e.ID), e.Status)
+	groups := make([]string, 0, len(e.FailedTGAllocs))
+	for g := range e.FailedTGAllocs {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		fm := e.FailedTGAllocs[g]
+		noun := "allocation"
+		if fm.CoalescedFailures > 0 {
+			noun += "s"
+		}
+		fmt.Fprintf(m.out, "    %s: Task Group %q (failed to place %d %s):\n", stamp(), g, fm.CoalescedFailures+1, noun)
+		if lines := formatMetrics(fm, "      "); lines != "" {
+			fmt.Fprintln(m.out, lines)
+		}
+	}
+	if e.BlockedEval != "" {
+		fmt.Fprintf(m.out, "    %s: Evaluation %q waiting for additional capacity to place remainder\n", stamp(), short(e.BlockedEval))
+	}
 }

@@ -85,6 +85,21 @@ func TestCLIPlacementOnDevFleet(t *testing.T) {
   }
 }`)
 	code, out, errOut := ctl("job", "plan", addr, bad)
+	defer func() {
+		// job run monitors the evaluation: it says why nothing was placed
+		// and which evaluation waits for capacity.
+		code, out, errOut := ctl("job", "run", addr, bad)
+		if code != exitFailed {
+			t.Errorf("job run of an unplaceable job: exit %d, want %d (Nomad's placement failure)", code, exitFailed)
+		}
+		for _, want := range []string{`finished with status "complete" but failed to place all allocations:`,
+			`Task Group "g" (failed to place 1 allocation):`, `* Constraint "${attr.kernel.name} = windows": 2 nodes excluded by filter`,
+			"waiting for additional capacity to place remainder"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("job run lacks %q: exit %d\n%s\n%s", want, code, out, errOut)
+			}
+		}
+	}()
 	if code != 1 || !strings.Contains(out, `Task Group "g" (failed to place 1 allocation)`) ||
 		!strings.Contains(out, `* Constraint "${attr.kernel.name} = windows": 2 nodes excluded by filter`) ||
 		!strings.Contains(out, `* Constraint "computed class ineligible": 1 nodes excluded by filter`) {
