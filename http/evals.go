@@ -165,11 +165,15 @@ type evalView struct {
 	BlockedEval       string
 	QueuedAllocations map[string]int
 	FailedTGAllocs    map[string]*allocMetric
-	SnapshotIndex     uint64
-	CreateIndex       uint64
-	ModifyIndex       uint64
-	CreateTime        int64
-	ModifyTime        int64
+	// ClassEligibility and EscapedComputedClass are Nomad's, on blocked
+	// evaluations.
+	ClassEligibility     map[string]bool `json:",omitempty"`
+	EscapedComputedClass bool
+	SnapshotIndex        uint64
+	CreateIndex          uint64
+	ModifyIndex          uint64
+	CreateTime           int64
+	ModifyTime           int64
 }
 
 func viewEval(e *state.Evaluation) *evalView {
@@ -178,6 +182,7 @@ func viewEval(e *state.Evaluation) *evalView {
 		JobID: e.JobID, JobModifyIndex: e.JobModifyIndex, NodeID: e.NodeID, DeploymentID: e.DeploymentID,
 		Status: e.Status, StatusDescription: e.StatusDescription, NextEval: e.NextEval,
 		PreviousEval: e.PreviousEval, BlockedEval: e.BlockedEval, QueuedAllocations: e.QueuedAllocations, SnapshotIndex: e.SnapshotIndex,
+		ClassEligibility: e.ClassEligibility, EscapedComputedClass: e.EscapedComputedClass,
 		CreateIndex: e.CreateIndex, ModifyIndex: e.ModifyIndex, CreateTime: e.CreateTime, ModifyTime: e.ModifyTime,
 	}
 	if e.WaitUntil != 0 {

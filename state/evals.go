@@ -55,6 +55,13 @@ type Evaluation struct {
 	QueuedAllocations map[string]int
 	// FailedTGAllocs says, per group, why allocations could not be placed.
 	FailedTGAllocs map[string]*AllocMetric
+	// ClassEligibility (on a blocked evaluation) says, per computed node
+	// class the scheduler saw, whether it could use such a node; with
+	// EscapedComputedClass any node may help. The broker re-runs the
+	// evaluation only when a node of an eligible or unseen class (or any
+	// node, when escaped) becomes ready.
+	ClassEligibility     map[string]bool
+	EscapedComputedClass bool
 	// SnapshotIndex, on a blocked evaluation, is the nodes table's index in
 	// the state the scheduler saw: when the nodes have changed since, the
 	// broker runs it again at once (the change may have come too early to

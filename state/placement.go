@@ -1,6 +1,11 @@
 package state
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // Constraint is Nomad's constraint: LTarget Operand RTarget, where a target
 // is a literal or an interpolation of the node (${attr.kernel.name},
@@ -117,4 +122,31 @@ func addCount(m *map[string]int, key string) {
 		*m = map[string]int{}
 	}
 	(*m)[key]++
+}
+
+// ComputedClass identifies nodes that look alike to the scheduler (Nomad's
+// ComputedClass): datacenter, class, pool, drivers, and the attributes
+// and meta that are not unique.* keys. Feasibility found for one node
+// holds for every node of its class.
+func (n *Node) ComputedClass() string {
+	var b strings.Builder
+	pool := n.NodePool
+	if pool == "" {
+		pool = "default"
+	}
+	fmt.Fprintf(&b, "%q %q %q", n.Datacenter, n.NodeClass, pool)
+	for _, d := range slices.Sorted(maps.Keys(n.Drivers)) {
+		fmt.Fprintf(&b, " d:%q=%v", d, n.HasDriver(d))
+	}
+	for _, kv := range []struct {
+		tag string
+		m   map[string]string
+	}{{"a", n.Attributes}, {"m", n.Meta}} {
+		for _, k := range slices.Sorted(maps.Keys(kv.m)) {
+			if !strings.HasPrefix(k, "unique.") {
+				fmt.Fprintf(&b, " %s:%q=%q", kv.tag, k, kv.m[k])
+			}
+		}
+	}
+	return b.String()
 }

@@ -117,6 +117,9 @@ func (b *Broker) Run(ctx context.Context) error {
 	attempts := map[string]int{}
 	queue := newPendingQueue()
 	var nodesIndex uint64
+	// judged: blocked evaluations found, at that nodes index, to have
+	// nothing new to run on.
+	judged := map[string]uint64{}
 	for {
 		st := b.deps.State()
 		ws := memdb.NewWatchSet()
@@ -144,16 +147,21 @@ func (b *Broker) Run(ctx context.Context) error {
 		if idx != nodesIndex {
 			// New nodes or capacity: blocked evaluations may place now.
 			if nodesIndex != 0 {
-				b.unblock(st)
+				b.unblock(st, nodesIndex)
 			}
+			clear(judged)
 			nodesIndex = idx
 		} else {
 			// A blocked evaluation computed before the latest node change
-			// (which came too early to wake it) runs again at once.
+			// (which came too early to wake it) runs again at once, when
+			// a node changed since may help it.
 			var stale []*state.Evaluation
 			for _, ev := range queue.blocked {
-				if ev.SnapshotIndex < idx {
-					stale = append(stale, ev)
+				if ev.SnapshotIndex < idx && judged[ev.ID] != idx {
+					judged[ev.ID] = idx
+					if mayHelp(ev, readyClassesSince(st, ev.SnapshotIndex)) {
+						stale = append(stale, ev)
+					}
 				}
 			}
 			b.setPending(stale)
@@ -238,13 +246,59 @@ func (b *Broker) retryOrFail(ev *state.Evaluation, cause error, handled map[stri
 	return false
 }
 
-// unblock marks blocked evaluations pending again.
-func (b *Broker) unblock(st *state.Store) {
+// unblock marks pending again the blocked evaluations that a node
+// changed since index since may help: one that became or stays ready, of
+// a computed class the evaluation found eligible or never saw (any, when
+// its constraints escaped the classes), as Nomad's BlockedEvals.Unblock.
+func (b *Broker) unblock(st *state.Store, since uint64) {
 	_, blocked, err := st.EvalsByStatus(memdb.NewWatchSet(), state.EvalStatusBlocked)
 	if err != nil || len(blocked) == 0 {
 		return
 	}
-	b.setPending(blocked)
+	classes := readyClassesSince(st, since)
+	var wake []*state.Evaluation
+	for _, ev := range blocked {
+		if mayHelp(ev, classes) {
+			wake = append(wake, ev)
+		}
+	}
+	b.setPending(wake)
+}
+
+// readyClassesSince are the computed classes of the ready nodes changed
+// after index since (nil: none, or the nodes could not be read — then
+// every class is assumed, as "" stands for any).
+func readyClassesSince(st *state.Store, since uint64) map[string]bool {
+	_, nodes, err := st.Nodes(memdb.NewWatchSet())
+	if err != nil {
+		return map[string]bool{"": true}
+	}
+	var classes map[string]bool
+	for _, n := range nodes {
+		if n.ModifyIndex > since && n.Ready() {
+			if classes == nil {
+				classes = map[string]bool{}
+			}
+			classes[n.ComputedClass()] = true
+		}
+	}
+	return classes
+}
+
+// mayHelp says whether nodes of these classes may place what ev could not.
+func mayHelp(ev *state.Evaluation, classes map[string]bool) bool {
+	if len(classes) == 0 {
+		return false
+	}
+	if ev.EscapedComputedClass || ev.ClassEligibility == nil {
+		return true
+	}
+	for c := range classes {
+		if ok, seen := ev.ClassEligibility[c]; !seen || ok {
+			return true
+		}
+	}
+	return false
 }
 
 // setPending writes blocked evaluations back as pending.

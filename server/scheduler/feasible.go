@@ -99,6 +99,7 @@ func (p *placer) staticFor(job *state.Job, tg *state.TaskGroup) *groupStatic {
 	jobEscaped := escapes(job.Constraints)
 	tgCons := append(append([]*state.Constraint(nil), tg.Constraints...), taskConstraints(tg)...)
 	tgEscaped := escapes(tgCons)
+	p.escaped = p.escaped || jobEscaped || tgEscaped
 	groupElig := p.elig.groups[tg.Name]
 	if groupElig == nil {
 		groupElig = map[string]bool{}
@@ -270,26 +271,32 @@ func escapes(cs []*state.Constraint) bool {
 	return false
 }
 
-// computedClass identifies nodes that look alike to the scheduler (Nomad's
-// ComputedClass): datacenter, class, pool, drivers, and the attributes
-// and meta that are not unique.* keys.
-func computedClass(n *state.Node) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%q %q %q", n.Datacenter, n.NodeClass, nodePool(n))
-	for _, d := range slices.Sorted(maps.Keys(n.Drivers)) {
-		fmt.Fprintf(&b, " d:%q=%v", d, n.HasDriver(d))
-	}
-	for _, kv := range []struct {
-		tag string
-		m   map[string]string
-	}{{"a", n.Attributes}, {"m", n.Meta}} {
-		for _, k := range slices.Sorted(maps.Keys(kv.m)) {
-			if !strings.HasPrefix(k, "unique.") {
-				fmt.Fprintf(&b, " %s:%q=%q", kv.tag, k, kv.m[k])
+// computedClass is the node's class for the eligibility cache.
+func computedClass(n *state.Node) string { return n.ComputedClass() }
+
+// classEligibility is Nomad's EvalEligibility.GetClasses: per computed
+// class seen, whether some group could use it (a class the job's
+// constraints rule out is ineligible), and whether a constraint escaped
+// the classes (then any node may help).
+func (p *placer) classEligibility() (map[string]bool, bool) {
+	out := map[string]bool{}
+	for _, classes := range p.elig.groups {
+		for class, ok := range classes {
+			if ok {
+				out[class] = true
+			} else if _, seen := out[class]; !seen {
+				out[class] = false
 			}
 		}
 	}
-	return b.String()
+	for class, ok := range p.elig.job {
+		if !ok {
+			out[class] = false
+		} else if _, seen := out[class]; !seen {
+			out[class] = true
+		}
+	}
+	return out, p.escaped
 }
 
 // maxScoreMeta is how many top nodes Nomad keeps in ScoreMetaData.

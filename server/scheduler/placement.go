@@ -43,6 +43,8 @@ type placer struct {
 	// the outcome of the checks that do not depend on placements.
 	elig   eligibility
 	static map[string]*groupStatic
+	// escaped: some constraint read a unique value (no class holds).
+	escaped bool
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every

@@ -29,7 +29,8 @@ func exhausted(ni *nodeInfo, need state.Resources) string {
 
 // recordFailure keeps the first failed placement's metric per group and
 // counts the later ones as coalesced (Nomad's failedTGAllocs).
-func (res *result) recordFailure(group string, m *state.AllocMetric) {
+func (res *result) recordFailure(group string, m *state.AllocMetric, p *placer) {
+	res.placer = p // its class eligibility goes on the blocked evaluation
 	if res.failed == nil {
 		res.failed = map[string]*state.AllocMetric{}
 	}

@@ -24,8 +24,10 @@ type result struct {
 	// blocked: something could not be placed for lack of nodes, resources or drivers.
 	blocked      bool
 	deploymentID string
-	// failed is, per group, the metric of its first failed placement.
+	// failed is, per group, the metric of its first failed placement;
+	// placer, then, what the placement learnt of the node classes.
 	failed map[string]*state.AllocMetric
+	placer *placer
 }
 
 // reconciler computes one plan from one point-in-time state.

@@ -234,7 +234,7 @@ func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Alloca
 	}
 	ni, metric := r.placer.place(r.job, gs.tg, avoid)
 	if ni == nil {
-		r.res.recordFailure(gs.tg.Name, metric)
+		r.res.recordFailure(gs.tg.Name, metric, r.placer)
 		gs.queued++
 		r.res.queued[gs.tg.Name]++
 		r.res.blocked = true

@@ -6,6 +6,7 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/scheduler/usage"
@@ -126,7 +127,7 @@ func (s *serviceScheduler) complete(snap State, eval *state.Evaluation, res *res
 		e.DeploymentID = res.deploymentID
 	}
 	if res.blocked {
-		id, err := s.blockedEval(snap, eval, res.queued)
+		id, err := s.blockedEval(snap, eval, res)
 		if err != nil {
 			return err
 		}
@@ -140,18 +141,33 @@ func (s *serviceScheduler) complete(snap State, eval *state.Evaluation, res *res
 
 // blockedEval returns the job's blocked evaluation, creating it when there
 // is none: the broker re-runs it when the nodes change.
-func (s *serviceScheduler) blockedEval(snap State, eval *state.Evaluation, queued map[string]int) (string, error) {
+func (s *serviceScheduler) blockedEval(snap State, eval *state.Evaluation, res *result) (string, error) {
 	_, evals, err := snap.EvalsByJob(nil, eval.Namespace, eval.JobID)
 	if err != nil {
 		return "", err
 	}
+	var elig map[string]bool
+	escaped := false
+	if res.placer != nil {
+		elig, escaped = res.placer.classEligibility()
+	}
 	for _, o := range evals {
 		if o.Status == state.EvalStatusBlocked && o.ID != eval.ID {
+			// What this run learnt of the node classes replaces what the
+			// blocked evaluation knew (the job may have changed).
+			if res.placer != nil && (o.EscapedComputedClass != escaped || !maps.Equal(o.ClassEligibility, elig)) {
+				u := *o
+				u.ClassEligibility, u.EscapedComputedClass, u.ModifyTime = elig, escaped, s.now().UnixNano()
+				if err := s.planner.UpdateEval(&u); err != nil {
+					return "", fmt.Errorf("evaluation %s: updating blocked evaluation: %w", eval.ID, err)
+				}
+			}
 			return o.ID, nil
 		}
 	}
 	b := s.followUp(snap, eval, state.EvalTriggerQueuedAllocs, descBlockedPlacements)
-	b.QueuedAllocations = queued
+	b.QueuedAllocations = res.queued
+	b.ClassEligibility, b.EscapedComputedClass = elig, escaped
 	if err := s.planner.CreateEval(b); err != nil {
 		return "", fmt.Errorf("evaluation %s: creating blocked evaluation: %w", eval.ID, err)
 	}
