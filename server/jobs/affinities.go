@@ -66,7 +66,7 @@ func validateAffinity(a *state.Affinity) errList {
 			errs.add("Version affinity is invalid: %s", capitalMalformed(err))
 		}
 	case scheduler.ConstraintSemver:
-		if _, err := scheduler.ParseSemverConstraint(a.RTarget); err != nil {
+		if err := scheduler.ValidateSemverConstraint(a.RTarget); err != nil {
 			errs.add("Semver affinity is invalid: %v", err)
 		}
 	case "=", "==", "is", "!=", "not", "<", "<=", ">", ">=":

@@ -77,7 +77,7 @@ func validateConstraint(c *state.Constraint) errList {
 			errs.add("Version constraint is invalid: %s", capitalMalformed(err))
 		}
 	case scheduler.ConstraintSemver:
-		if _, err := scheduler.ParseSemverConstraint(c.RTarget); err != nil {
+		if err := scheduler.ValidateSemverConstraint(c.RTarget); err != nil {
 			errs.add("Semver constraint is invalid: %v", err)
 		}
 	case scheduler.ConstraintDistinctProperty:

@@ -169,7 +169,7 @@ func checkSemver(l, r string) bool {
 	if err != nil {
 		return false
 	}
-	cs, err := ParseSemverConstraint(r)
+	cs, err := parseSemverConstraint(r)
 	if err != nil {
 		return false
 	}
@@ -189,9 +189,15 @@ type semverConstraint struct {
 
 var semverTerm = regexp.MustCompile(`^\s*(=|!=|>=|<=|>|<)?\s*(\S+)\s*$`)
 
-// ParseSemverConstraint parses a comma-separated semver constraint, with
-// Nomad's error text for a malformed term.
-func ParseSemverConstraint(s string) ([]semverConstraint, error) {
+// ValidateSemverConstraint checks a semver constraint, with Nomad's error
+// text for a malformed term.
+func ValidateSemverConstraint(s string) error {
+	_, err := parseSemverConstraint(s)
+	return err
+}
+
+// parseSemverConstraint parses a comma-separated semver constraint.
+func parseSemverConstraint(s string) ([]semverConstraint, error) {
 	var out []semverConstraint
 	for _, term := range strings.Split(s, ",") {
 		m := semverTerm.FindStringSubmatch(term)
