@@ -116,7 +116,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	handled := map[string]bool{}
 	attempts := map[string]int{}
 	queue := newPendingQueue()
-	var nodesIndex uint64
+	var nodesIndex, allocsIndex uint64
 	// judged: blocked evaluations found, at that nodes index, to have
 	// nothing new to run on.
 	judged := map[string]uint64{}
@@ -138,6 +138,14 @@ func (b *Broker) Run(ctx context.Context) error {
 				delete(handled, id)
 				delete(attempts, id)
 			}
+		}
+		// Allocations that ended free capacity on their nodes: blocked
+		// evaluations that could use those nodes' classes run again.
+		if ai := st.AllocsIndex(); ai != allocsIndex {
+			if allocsIndex != 0 {
+				b.unblockFreed(st, allocsIndex)
+			}
+			allocsIndex = ai
 		}
 		idx, err := st.NodesIndexWatch(ws)
 		if err != nil {
@@ -256,6 +264,36 @@ func (b *Broker) unblock(st *state.Store, since uint64) {
 		return
 	}
 	classes := readyClassesSince(st, since)
+	var wake []*state.Evaluation
+	for _, ev := range blocked {
+		if mayHelp(ev, classes) {
+			wake = append(wake, ev)
+		}
+	}
+	b.setPending(wake)
+}
+
+// unblockFreed wakes the blocked evaluations that the nodes of the
+// allocations ended since index since may now take (Nomad unblocks the
+// node's class when its allocations end).
+func (b *Broker) unblockFreed(st *state.Store, since uint64) {
+	_, blocked, err := st.EvalsByStatus(memdb.NewWatchSet(), state.EvalStatusBlocked)
+	if err != nil || len(blocked) == 0 {
+		return
+	}
+	changed, err := st.AllocsModifiedSince(since)
+	if err != nil {
+		return
+	}
+	classes := map[string]bool{}
+	for _, a := range changed {
+		if !a.TerminalStatus() {
+			continue
+		}
+		if _, n, err := st.Node(nil, a.NodeID); err == nil && n != nil && n.Ready() {
+			classes[n.ComputedClass()] = true
+		}
+	}
 	var wake []*state.Evaluation
 	for _, ev := range blocked {
 		if mayHelp(ev, classes) {
