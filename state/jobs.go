@@ -102,8 +102,10 @@ type TaskGroup struct {
 	Update           *UpdateStrategy
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
-	Meta             map[string]string
-	Tasks            []*Task
+	// Migrate says how a drain moves the group's allocations off a node.
+	Migrate *MigrateStrategy
+	Meta    map[string]string
+	Tasks   []*Task
 }
 
 // RestartPolicy says how a task that exits is restarted in place.

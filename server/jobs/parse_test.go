@@ -26,6 +26,7 @@ func TestParseDefaults(t *testing.T) {
 			Name: "g", Count: 1, Update: DefaultUpdateStrategy(),
 			RestartPolicy:    &state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"},
 			ReschedulePolicy: &state.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true},
+			Migrate:          &state.MigrateStrategy{MaxParallel: 1, HealthCheck: "checks", MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute},
 			Tasks: []*state.Task{{
 				Name: "t", Driver: "mock_driver", KillTimeout: 5 * time.Second,
 				Resources: &state.Resources{CPU: 100, MemoryMB: 300},

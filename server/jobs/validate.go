@@ -142,6 +142,9 @@ func validateGroup(tg *state.TaskGroup) []string {
 	if tg.Update != nil {
 		errs = append(errs, ValidateUpdate(tg.Update)...)
 	}
+	if tg.Migrate != nil {
+		errs = append(errs, ValidateMigrate(tg.Migrate)...)
+	}
 	seen := map[string]int{}
 	for i, t := range tg.Tasks {
 		if t.Name == "" {
