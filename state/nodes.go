@@ -31,9 +31,13 @@ type Node struct {
 	Status                string
 	StatusDescription     string
 	SchedulingEligibility string
-	StatusUpdatedAt       int64
-	CreateIndex           uint64
-	ModifyIndex           uint64
+	// Drain is DrainStrategy != nil (Nomad's api still shows both).
+	Drain           bool
+	DrainStrategy   *DrainStrategy
+	LastDrain       *DrainMetadata
+	StatusUpdatedAt int64
+	CreateIndex     uint64
+	ModifyIndex     uint64
 }
 
 // DriverInfo says whether a driver was found on the node and works.
@@ -83,7 +87,14 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 		return fmt.Errorf("failed node lookup: %w", err)
 	}
 	if raw != nil {
-		stored.CreateIndex = raw.(*Node).CreateIndex
+		old := raw.(*Node)
+		stored.CreateIndex = old.CreateIndex
+		// A drain is the operator's and the drainer's: re-registering
+		// does not end it.
+		stored.Drain, stored.DrainStrategy, stored.LastDrain = old.Drain, old.DrainStrategy, old.LastDrain
+		if old.DrainStrategy != nil {
+			stored.SchedulingEligibility = NodeSchedulingIneligible
+		}
 	} else {
 		stored.CreateIndex = idx
 	}
