@@ -18,6 +18,7 @@ func (h *Handler) registerNodes() {
 	h.handle("/v1/nodes", methods{{http.MethodGet, h.nodeList}})
 	h.handle("/v1/node/{node_id}", methods{{http.MethodGet, h.nodeRead}})
 	h.handle("/v1/node/{node_id}/allocations", methods{{http.MethodGet, h.nodeAllocs}})
+	h.registerNodeDrain()
 	h.handle("/v1/allocations", methods{{http.MethodGet, h.allocList}})
 	h.handle("/v1/allocation/{alloc_id}", methods{{http.MethodGet, h.allocRead}})
 	h.registerClientProtocol()

@@ -11,5 +11,6 @@ type Services struct {
 	Jobs        JobService
 	Deployments DeploymentService
 	Nodes       NodeService
+	NodeDrain   NodeDrainService
 	System      SystemService
 }

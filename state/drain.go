@@ -63,6 +63,15 @@ type NodeDrainUpdate struct {
 	Evals     []*Evaluation
 }
 
+// NodeDrainResult is the answer of a drain or eligibility change (Nomad's
+// NodeDrainUpdateResponse and NodeEligibilityUpdateResponse).
+type NodeDrainResult struct {
+	NodeModifyIndex uint64
+	EvalIDs         []string
+	EvalCreateIndex uint64
+	Index           uint64
+}
+
 // NodeUpdateDrain sets or cancels a node's drain at idx (Nomad's
 // updateNodeDrainImpl): a drain makes the node ineligible and keeps
 // LastDrain up to date. Evals are inserted in the same transaction.

@@ -58,6 +58,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 		Jobs:        jobs.New(deps),
 		Deployments: deployments.New(deps),
 		Nodes:       nodeSvc,
+		NodeDrain:   nodeSvc,
 	}
 }
 
