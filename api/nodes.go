@@ -28,6 +28,9 @@ type Node struct {
 	Status                string
 	StatusDescription     string
 	SchedulingEligibility string
+	Drain                 bool
+	DrainStrategy         *DrainStrategy
+	LastDrain             *DrainMetadata
 	StatusUpdatedAt       int64
 	CreateIndex           uint64
 	ModifyIndex           uint64
