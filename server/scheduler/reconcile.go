@@ -14,6 +14,7 @@ const (
 	allocUpdating    = "alloc is being updated due to job update"
 	allocLost        = "alloc is lost since its node is down"
 	allocRescheduled = "alloc was rescheduled because it failed"
+	allocMigrating   = "alloc is being migrated"
 )
 
 // result is one computed plan and what the evaluation reports about it.
@@ -69,6 +70,9 @@ type groupState struct {
 	// the ones to replace once their delay has passed.
 	rescheduled map[string]bool
 	later       []delayedReschedule
+	// migrate are the live allocations a drain marked to move
+	// (DesiredTransition.Migrate): they count toward Count until replaced.
+	migrate []*state.Allocation
 	missing     int
 	hadRunning  bool
 
@@ -351,6 +355,11 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 			r.stop(a, allocLost, state.AllocClientStatusLost)
 			gs.addDonor(a, "")
 			continue
+		case a.DesiredTransition.ShouldMigrate() && !(canaryIDs[a.ID] && canaryState):
+			// On any node, as Nomad's filterByTainted; a canary awaiting
+			// promotion stays one until then.
+			gs.migrate = append(gs.migrate, a)
+			continue
 		case canaryIDs[a.ID]:
 			gs.canaries = append(gs.canaries, a)
 			continue
@@ -384,8 +393,17 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 		counted = append(counted, gs.canaries...)
 	}
 
+	// Migrating allocations count toward Count; beyond it they just stop.
+	keep := tg.Count - len(gs.migrate)
+	if keep < 0 {
+		byIndex(gs.migrate)
+		for _, a := range gs.migrate[tg.Count:] {
+			r.stop(a, allocNotNeeded, "")
+		}
+		gs.migrate, keep = gs.migrate[:tg.Count], 0
+	}
 	// Scale down: the highest indexes go first (older versions first on a tie).
-	if excess := len(counted) - tg.Count; excess > 0 {
+	if excess := len(counted) - keep; excess > 0 {
 		sort.Slice(counted, func(i, j int) bool {
 			a, b := counted[i], counted[j]
 			if ia, ib := allocIndex(a.Name), allocIndex(b.Name); ia != ib {
@@ -422,7 +440,7 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 			gs.inplace = append(gs.inplace, a)
 		}
 	}
-	gs.missing = tg.Count - len(counted)
+	gs.missing = keep - len(counted)
 	return gs, nil
 }
 

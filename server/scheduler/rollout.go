@@ -33,6 +33,10 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 	for _, a := range gs.canaries {
 		names.take(allocIndex(a.Name))
 	}
+	for _, a := range gs.migrate {
+		names.take(allocIndex(a.Name))
+	}
+	r.migrate(gs, ready, depID)
 
 	// Canaries come first when the version changed destructively. Once a
 	// deployment wants canaries, it keeps that many until promoted, even if
@@ -118,6 +122,26 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 			}
 			r.addStop(a, allocUpdating, "")
 		}
+	}
+}
+
+// migrate replaces the allocations a drain marked, each stopped in the
+// plan that places its replacement (under its name, on a ready node),
+// outside the rolling-update limit and whatever the deployment's status
+// (Nomad's computeMigrations: a paused deployment must not block a drain).
+// Without room elsewhere the allocation keeps running.
+func (r *reconciler) migrate(gs *groupState, ready bool, depID string) {
+	if !ready {
+		depID = "" // a paused or failed deployment takes no placements
+	}
+	byIndex(gs.migrate)
+	for _, a := range gs.migrate {
+		r.placer.release(a)
+		if !r.placeAllocNamed(gs, allocIndex(a.Name), a, false, depID, "") {
+			r.placer.reclaim(a)
+			continue
+		}
+		r.addStop(a, allocMigrating, "")
 	}
 }
 
