@@ -10,6 +10,7 @@ import (
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/deployments"
+	"github.com/ctlplane/ctlplane/server/drainer"
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/jobs"
@@ -41,6 +42,20 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 
 	nodeSvc := nodes.New(deps, nodes.Config{HeartbeatTTL: a.Config.HeartbeatTTL})
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
+
+	nodeDrainer := drainer.New(deps)
+	a.AddLeaderRoutine("node-drainer", func(ctx context.Context) {
+		// A failed read or write starts the drainer over after a pause.
+		for ctx.Err() == nil {
+			if err := nodeDrainer.Run(ctx); err != nil {
+				deps.Logger.Error("node drainer failed, restarting", "error", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	})
 
 	a.GC = gc.New(deps, gc.Config{
 		Interval:            a.Config.GCInterval,
