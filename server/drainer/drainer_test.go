@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
-	"github.com/ctlplane/ctlplane/server/drainer"
 	"github.com/ctlplane/ctlplane/server/deployments/deploytest"
+	"github.com/ctlplane/ctlplane/server/drainer"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-memdb"

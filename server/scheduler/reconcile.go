@@ -72,9 +72,9 @@ type groupState struct {
 	later       []delayedReschedule
 	// migrate are the live allocations a drain marked to move
 	// (DesiredTransition.Migrate): they count toward Count until replaced.
-	migrate []*state.Allocation
-	missing     int
-	hadRunning  bool
+	migrate    []*state.Allocation
+	missing    int
+	hadRunning bool
 
 	placed, queued int
 	requireCanary  bool
