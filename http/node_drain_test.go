@@ -18,11 +18,13 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 )
 
-// ndStart is ntStart with the drain endpoints wired too.
+// ndStart is ntStart with the drain endpoints wired too. The agent's own
+// drainer runs on the real clock: the fake one starts at the real time, so
+// that the deadlines set here are ahead for it too.
 func ndStart(t *testing.T, opts ...servertest.Option) *ntEnv {
 	t.Helper()
 	ts := servertest.Start(t, opts...)
-	clock := &ntClock{now: time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)}
+	clock := &ntClock{now: time.Now().UTC().Truncate(time.Second)}
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: clock.Now, Logger: hclog.NewNullLogger()}
 	s := nodes.New(deps, nodes.Config{HeartbeatTTL: time.Hour})
 	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: s, NodeDrain: s}))
@@ -84,12 +86,13 @@ func TestNodeDrainNomadAPI(t *testing.T) {
 
 	// An update later: the start stays, the deadline counts from now.
 	env.clock.Advance(10 * time.Minute)
-	if _, err := nc.Nodes().UpdateDrain(reg.ID, &nomad.DrainSpec{Deadline: -1}, false, nil); err != nil {
+	if _, err := nc.Nodes().UpdateDrain(reg.ID, &nomad.DrainSpec{Deadline: 2 * time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	n, _, _ = nc.Nodes().Info(reg.ID, nil)
-	if !n.DrainStrategy.StartedAt.Equal(start) || n.DrainStrategy.Deadline != -1 || !n.DrainStrategy.ForceDeadline.IsZero() || n.LastDrain.Meta["reason"] != "kernel" {
-		t.Fatalf("forced drain: %+v %+v", n.DrainStrategy, n.LastDrain)
+	if !n.DrainStrategy.StartedAt.Equal(start) || n.DrainStrategy.Deadline != 2*time.Hour ||
+		!n.DrainStrategy.ForceDeadline.Equal(start.Add(10*time.Minute+2*time.Hour)) || n.LastDrain.Meta["reason"] != "kernel" {
+		t.Fatalf("updated drain: %+v %+v", n.DrainStrategy, n.LastDrain)
 	}
 
 	// Cancel, eligible again: one node-update evaluation for the job on it.
@@ -135,6 +138,9 @@ func TestNodeDrainBadInput(t *testing.T) {
 	if _, err := env.client(t, "").RegisterNode(context.Background(), reg); err != nil {
 		t.Fatal(err)
 	}
+	// A pending allocation keeps the drain going (the agent's drainer
+	// would complete the drain of an empty node at once).
+	ntPlace(t, env.ts, ntJob(t, env.ts, "web", nil, nil), reg.ID, reg.Name, 1, env.clock.Now())
 	before := env.ts.Server.State().NodesIndex()
 	p := "/v1/node/" + reg.ID
 	expectError(t, env.srv.Do(t, "PUT", p+"/eligibility", `{"Eligibility":"maybe"}`), 400, `invalid scheduling eligibility "maybe"`)
@@ -191,6 +197,7 @@ func TestNodeDrainACL(t *testing.T) {
 	if _, err := env.client(t, "root-secret").RegisterNode(context.Background(), reg); err != nil {
 		t.Fatal(err)
 	}
+	ntPlace(t, env.ts, ntJob(t, env.ts, "web", nil, nil), reg.ID, reg.Name, 1, env.clock.Now())
 	for _, c := range []struct{ name, secret string }{{"anonymous", ""}, {"read-only", reader.SecretID}, {"unknown", uuid.NewString()}} {
 		nc := nomadClient(t, env.srv, c.secret)
 		_, err := nc.Nodes().UpdateDrain(reg.ID, &nomad.DrainSpec{}, false, nil)

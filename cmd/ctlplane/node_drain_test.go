@@ -11,9 +11,22 @@ import (
 // errors; eligible while draining is refused with Nomad's text.
 func TestCLINodeDrainAndEligibility(t *testing.T) {
 	a, ac := devAgent(t, "-dev-nodes=2")
-	nodes := waitNodes(t, ac, 2)
+	waitNodes(t, ac, 2)
 	addr := "-address=" + a.url
-	id := nodes[0].ID
+	// An allocation that never moves (migrate MaxParallel 0) keeps the
+	// drain going: the drain of an empty node completes at once.
+	job := `{"Job":{"ID":"pinned","TaskGroups":[{"Name":"g","Count":1,"Migrate":{"MaxParallel":0},` +
+		`"Tasks":[{"Name":"t","Driver":"mock_driver","Config":{"run_for":"1h"}}]}]}}`
+	if _, err := ac.RegisterJobJSON(context.Background(), []byte(job)); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	waitFor(t, "the allocation to be placed", func() bool {
+		if as := allocsOf(t, ac, "pinned"); len(as) == 1 {
+			id = as[0].NodeID
+		}
+		return id != ""
+	})
 	prefix := id[:8]
 
 	for _, c := range []struct {
