@@ -369,6 +369,11 @@ func acxEndpoints() []acxEndpoint {
 		{method: "GET", path: "/v1/nodes", need: needNodeRead, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/node/" + otherID, need: needNodeRead, ok: acxWant{404, "node not found"}},
 		{method: "GET", path: "/v1/node/" + otherID + "/allocations", need: needNodeRead, ok: acxWant{404, "node not found"}},
+		// Drain and eligibility: node:write, checked by the nodes service.
+		{method: "PUT", path: "/v1/node/" + otherID + "/drain", body: `{"DrainSpec":{"Deadline":0}}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
+		{method: "POST", path: "/v1/node/" + otherID + "/drain", body: `{"DrainSpec":null,"MarkEligible":true}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
+		{method: "PUT", path: "/v1/node/" + otherID + "/eligibility", body: `{"Eligibility":"ineligible"}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
+		{method: "POST", path: "/v1/node/" + otherID + "/eligibility", body: `{"Eligibility":"eligible"}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
 		{method: "GET", path: "/v1/allocations", need: needNSReadJob, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/allocation/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "PUT", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNodeWrite, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
