@@ -29,7 +29,23 @@ type Plan struct {
 	// to them, so that no later evaluation creates another.
 	FollowupEvals []*Evaluation
 	Followups     []*AllocFollowup
-	Now           int64
+	// ClientStates are the servers' changes of client status: unknown on
+	// a disconnected node, running again once it reconnected.
+	ClientStates []*AllocClientState
+	Now          int64
+}
+
+// AllocClientState sets an allocation's client status as the servers see
+// it and records the change in its AllocStates (Nomad's disconnect and
+// reconnect updates). FollowupEvalID, when set, is the evaluation that
+// marks an unknown allocation lost once its node stayed away too long.
+type AllocClientState struct {
+	AllocID           string
+	ClientStatus      string
+	ClientDescription string
+	FollowupEvalID    string
+	// Time is when the change happened (Unix nanoseconds; 0: the plan's Now).
+	Time int64
 }
 
 // AllocFollowup links a failed allocation to the evaluation that will
@@ -60,7 +76,8 @@ type AllocInPlace struct {
 // IsNoOp says whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
 	return len(p.Placements) == 0 && len(p.Stops) == 0 && len(p.InPlace) == 0 &&
-		p.Deployment == nil && len(p.DeploymentUpdates) == 0 && len(p.FollowupEvals) == 0 && len(p.Followups) == 0
+		p.Deployment == nil && len(p.DeploymentUpdates) == 0 && len(p.FollowupEvals) == 0 && len(p.Followups) == 0 &&
+		len(p.ClientStates) == 0
 }
 
 // PlanResult says whether a plan was applied, and at which index.
@@ -113,10 +130,31 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 		a.DesiredDescription = st.DesiredDescription
 		if st.ClientStatus != "" {
 			a.ClientStatus = st.ClientStatus
+			a.AppendState(AllocStateFieldClientStatus, st.ClientStatus, time.Unix(0, p.Now))
 		}
 		if st.FollowupEvalID != "" {
 			a.FollowupEvalID = st.FollowupEvalID
 		}
+		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
+		if err := txn.Insert(allocsTable, a); err != nil {
+			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		}
+	}
+	for _, cs := range p.ClientStates {
+		raw, _ := txn.First(allocsTable, "id", cs.AllocID)
+		a := raw.(*Allocation).Copy()
+		if cs.ClientStatus != a.ClientStatus {
+			a.ClientStatus, a.ClientDescription = cs.ClientStatus, cs.ClientDescription
+		}
+		at := cs.Time
+		if at == 0 {
+			at = p.Now
+		}
+		a.AppendState(AllocStateFieldClientStatus, cs.ClientStatus, time.Unix(0, at))
+		if cs.FollowupEvalID != "" {
+			a.FollowupEvalID = cs.FollowupEvalID
+		}
+		// AllocModifyIndex too: a client that comes back learns of it.
 		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
 		if err := txn.Insert(allocsTable, a); err != nil {
 			return nil, fmt.Errorf("failed updating allocation: %w", err)
@@ -217,7 +255,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 			return nil, err
 		}
 	}
-	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups) > 0 {
+	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups)+len(p.ClientStates) > 0 {
 		if err := setIndex(txn, allocsTable, idx); err != nil {
 			return nil, err
 		}
@@ -292,6 +330,15 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 		// Another evaluation took care of it meanwhile.
 		if a := raw.(*Allocation); a.FollowupEvalID != "" || a.NextAllocation != "" {
 			return fmt.Sprintf("allocation %s already has a follow-up", fu.AllocID), nil
+		}
+	}
+	for _, cs := range p.ClientStates {
+		raw, err := txn.First(allocsTable, "id", cs.AllocID)
+		if err != nil {
+			return "", fmt.Errorf("failed allocation lookup: %w", err)
+		}
+		if raw == nil || stopping[cs.AllocID] || raw.(*Allocation).TerminalStatus() {
+			return fmt.Sprintf("allocation %s is gone or stopped", cs.AllocID), nil
 		}
 	}
 	for _, ip := range p.InPlace {

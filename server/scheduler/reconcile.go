@@ -69,7 +69,9 @@ type groupState struct {
 	// the ones to replace once their delay has passed.
 	rescheduled map[string]bool
 	later       []delayedReschedule
-	missing     int
+	// disconnecting become unknown in this plan (their node disconnected).
+	disconnecting []*state.Allocation
+	missing       int
 	hadRunning  bool
 
 	placed, queued int
@@ -162,6 +164,9 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now t
 	for _, gs := range groups {
 		r.reconcileGroup(gs)
 	}
+	for _, gs := range groups {
+		r.markDisconnected(gs.disconnecting)
+	}
 	r.finishDeployment(groups)
 	if r.deployment != nil {
 		r.res.deploymentID = r.deployment.ID
@@ -227,11 +232,11 @@ func (r *reconciler) addStop(a *state.Allocation, desc, clientStatus string) {
 	r.res.plan.Stops = append(r.res.plan.Stops, &state.AllocStop{AllocID: a.ID, DesiredDescription: desc, ClientStatus: clientStatus})
 }
 
-// tainted says whether the allocation's node is gone or down (its live
-// allocations are lost).
+// tainted says whether the allocation's node is gone, down or
+// disconnected (what runs there is lost, unless taintOf says otherwise).
 func (r *reconciler) tainted(nodeID string) bool {
 	n := r.nodes[nodeID]
-	return n == nil || n.Status == state.NodeStatusDown
+	return n == nil || n.Status == state.NodeStatusDown || n.Status == state.NodeStatusDisconnected
 }
 
 // stillFits says whether the allocation's node is still in the job's
@@ -292,10 +297,38 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 	}
 	canaryState := gs.dstate != nil && gs.dstate.DesiredCanaries > 0 && !gs.dstate.Promoted
 
+	r.reconcileReconnecting(allocs, canaryIDs)
 	var live []*state.Allocation
 	for _, a := range allocs {
 		if a.JobVersion == r.job.Version {
 			gs.hadRunning = true
+		}
+		if r.stopped[a.ID] {
+			continue // a reconnect decided its fate
+		}
+		if !canaryIDs[a.ID] && a.DesiredStatus == state.AllocDesiredStatusRun && !a.ClientTerminalStatus() {
+			switch r.taintOf(a) {
+			case taintLost:
+				r.stop(a, allocLost, state.AllocClientStatusLost)
+				gs.addDonor(a, "")
+				continue
+			case taintDisconnecting:
+				// Unknown from now on; replaced at once when its policy
+				// allows, else it keeps its place in the group.
+				gs.disconnecting = append(gs.disconnecting, a)
+				if r.replaceDisconnected(a) {
+					gs.addDonor(a, "")
+					gs.rescheduled[a.ID] = true
+					continue
+				}
+				live = append(live, a)
+				continue
+			case taintUnknown:
+				if !replaced(a, allocs) {
+					live = append(live, a)
+				}
+				continue
+			}
 		}
 		failed := a.ClientStatus == state.AllocClientStatusFailed
 		if failed && a.DesiredStatus == state.AllocDesiredStatusRun {
