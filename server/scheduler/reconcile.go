@@ -72,7 +72,7 @@ type groupState struct {
 	// disconnecting become unknown in this plan (their node disconnected).
 	disconnecting []*state.Allocation
 	missing       int
-	hadRunning  bool
+	hadRunning    bool
 
 	placed, queued int
 	requireCanary  bool
