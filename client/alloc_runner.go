@@ -105,6 +105,14 @@ func (ar *allocRunner) update(a *api.Allocation, tg *api.TaskGroup) {
 		ar.stop()
 		return
 	}
+	if a.ClientStatus == api.AllocClientStatusUnknown && !ar.stopping {
+		// The servers marked it unknown while this node was cut off: tell
+		// them it is still here (Nomad's allocRunner.Reconnect).
+		for _, tr := range ar.tasks {
+			tr.event(&api.TaskEvent{Type: api.TaskClientReconnected, DisplayMessage: "Client reconnected"}, "")
+		}
+		ar.changed()
+	}
 	if joined && !ar.stopping {
 		// Updated in place into a new deployment (a scale or a rollback to
 		// the same spec): that deployment needs this allocation's health

@@ -87,9 +87,11 @@ type Client struct {
 	closed   bool
 	cur      int          // index of the server in use
 	failures atomic.Int32 // consecutive failures, for the backoff
-	ttl      time.Duration
-	hbTimer  *time.Timer
-	runners  map[string]*allocRunner
+	// partitioned: cut off from the servers (SetPartitioned).
+	partitioned atomic.Bool
+	ttl         time.Duration
+	hbTimer     *time.Timer
+	runners     map[string]*allocRunner
 	// pending status reports by allocation, sent by flush.
 	pending    map[string]*api.AllocClientUpdate
 	flushTimer *time.Timer
@@ -348,6 +350,12 @@ func (c *Client) heartbeat() {
 	if closed || ctx.Err() != nil {
 		return
 	}
+	if c.partitioned.Load() {
+		c.mu.Lock()
+		c.armHeartbeatLocked(heartbeatInterval(c.ttl))
+		c.mu.Unlock()
+		return
+	}
 	srv := c.server()
 	resp, err := srv.Heartbeat(ctx, c.nodeID)
 	switch {
@@ -499,7 +507,7 @@ func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 func (c *Client) flush() {
 	c.mu.Lock()
 	c.flushTimer = nil
-	if c.closed || c.flushing || len(c.pending) == 0 {
+	if c.closed || c.flushing || len(c.pending) == 0 || c.partitioned.Load() {
 		c.mu.Unlock()
 		return
 	}

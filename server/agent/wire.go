@@ -110,6 +110,7 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 		}()
 		return nil
 	}
-	_, err := client.StartPool(ctx, n, base, &a.wg)
+	nodes, err := client.StartPool(ctx, n, base, &a.wg)
+	a.devNodes = nodes
 	return err
 }

@@ -118,8 +118,11 @@ type GroupSpec struct {
 	Update           *UpdateSpec
 	RestartPolicy    *RestartSpec
 	ReschedulePolicy *RescheduleSpec
-	Meta             map[string]string
-	Tasks            []*TaskSpec
+	// MaxClientDisconnect: how long allocations on a disconnected node
+	// stay unknown before they are lost (nil: lost at once).
+	MaxClientDisconnect *time.Duration
+	Meta                map[string]string
+	Tasks               []*TaskSpec
 
 	Constraints               Unsupported
 	Affinities                Unsupported
@@ -133,7 +136,6 @@ type GroupSpec struct {
 	ShutdownDelay             Unsupported
 	MaxRunDuration            Unsupported
 	StopAfterClientDisconnect Unsupported
-	MaxClientDisconnect       Unsupported
 	Scaling                   Unsupported
 	Consul                    Unsupported
 	PreventRescheduleOnLost   Unsupported

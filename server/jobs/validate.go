@@ -142,6 +142,9 @@ func validateGroup(tg *state.TaskGroup) []string {
 	if tg.Update != nil {
 		errs = append(errs, ValidateUpdate(tg.Update)...)
 	}
+	if tg.MaxClientDisconnect != nil && *tg.MaxClientDisconnect < 0 {
+		errs.add("max_client_disconnect cannot be negative")
+	}
 	seen := map[string]int{}
 	for i, t := range tg.Tasks {
 		if t.Name == "" {
