@@ -141,3 +141,73 @@ func TestE2EDisconnectedNodeReconnectsWithinMaxClientDisconnect(t *testing.T) {
 		t.Errorf("%d live allocations, want the original only", liveNow)
 	}
 }
+
+// Cut off for longer than max_client_disconnect: the timeout's follow-up
+// evaluation marks the unknown allocation lost, the heartbeater then takes
+// the node from disconnected to down (nothing on it may outlive the
+// disconnect any more), and when the node comes back the allocation stays
+// lost and the replacement stays.
+func TestE2EDisconnectedNodeBackAfterMaxClientDisconnect(t *testing.T) {
+	ts := devAgent(t, servertest.DevNodes(2), servertest.HeartbeatTTL(500*time.Millisecond))
+	register(t, ts, jobSpec{count: 1, update: update(nil),
+		group: map[string]any{"MaxClientDisconnect": int64(2 * time.Second)}})
+	waitDeployment(t, ts, 0, "successful", status(state.DeploymentStatusSuccessful))
+	orig := allocs(t, ts)[0]
+	var cut *client.Client
+	for _, c := range ts.DevNodes() {
+		if c.NodeID() == orig.NodeID {
+			cut = c
+		}
+	}
+	if cut == nil {
+		t.Fatalf("no dev node runs %s", orig.ID)
+	}
+	cut.SetPartitioned(true)
+	waitFor(t, "the allocation unknown", 10*time.Second, func() bool {
+		return readAlloc(t, ts, orig.ID).ClientStatus == state.AllocClientStatusUnknown
+	})
+	waitFor(t, "the allocation lost at the timeout and the node down", 15*time.Second, func() bool {
+		return readAlloc(t, ts, orig.ID).ClientStatus == state.AllocClientStatusLost &&
+			readNode(t, ts, orig.NodeID).Status == state.NodeStatusDown
+	})
+	a := readAlloc(t, ts, orig.ID)
+	if a.DesiredStatus != state.AllocDesiredStatusStop || a.DesiredDescription != "alloc is lost since its node is down" {
+		t.Errorf("lost allocation %s %q", a.DesiredStatus, a.DesiredDescription)
+	}
+	if n := len(a.AllocStates); n != 2 || a.AllocStates[1].Value != state.AllocClientStatusLost {
+		t.Errorf("AllocStates %+v", a.AllocStates)
+	}
+	var fu api.Evaluation
+	ts.Do(t, http.MethodGet, "/v1/evaluation/"+a.FollowupEvalID, "").JSON(t, &fu)
+	if fu.TriggeredBy != state.EvalTriggerMaxDisconnect || fu.Status != state.EvalStatusComplete {
+		t.Errorf("follow-up %s %s", fu.TriggeredBy, fu.Status)
+	}
+
+	cut.SetPartitioned(false)
+	waitFor(t, "the node ready again", 10*time.Second, func() bool {
+		return readNode(t, ts, orig.NodeID).Status == state.NodeStatusReady
+	})
+	waitFor(t, "the evaluations done", 10*time.Second, func() bool {
+		for _, e := range jobEvals(t, ts) {
+			if e.Status == state.EvalStatusPending {
+				return false
+			}
+		}
+		return true
+	})
+	if a := readAlloc(t, ts, orig.ID); a.ClientStatus != state.AllocClientStatusLost || a.DesiredStatus != state.AllocDesiredStatusStop {
+		t.Errorf("after the node came back: %s/%s", a.ClientStatus, a.DesiredStatus)
+	}
+	liveNow := 0
+	for _, x := range allocs(t, ts) {
+		if !x.TerminalStatus() {
+			liveNow++
+			if x.PreviousAllocation != orig.ID {
+				t.Errorf("live allocation %s is not the replacement", x.ID)
+			}
+		}
+	}
+	if liveNow != 1 {
+		t.Errorf("%d live allocations, want the replacement only", liveNow)
+	}
+}
