@@ -225,3 +225,16 @@ func replaced(a *state.Allocation, allocs []*state.Allocation) bool {
 	}
 	return false
 }
+
+// dropStoppedClientStates leaves out the client-status records of
+// allocations the plan also stops (e.g. a kept reconnecting one the group
+// no longer counts): a plan may not do both to one allocation.
+func (r *reconciler) dropStoppedClientStates() {
+	kept := r.res.plan.ClientStates[:0]
+	for _, cs := range r.res.plan.ClientStates {
+		if !r.stopped[cs.AllocID] {
+			kept = append(kept, cs)
+		}
+	}
+	r.res.plan.ClientStates = kept
+}

@@ -187,6 +187,20 @@ func TestDisconnectedClients(t *testing.T) {
 				t.Fatalf("live: %v", names(live))
 			}
 		}},
+		{"a job updated while the node was away: the reconnecting original of the older version is stopped (alloc not needed due to job update)", func(t *testing.T) {
+			h, orig := disconnectWorld(t, state.NodeStatusDisconnected, withMaxClientDisconnect(mcd))
+			h.process(h.register(testJob("web", 1, withMaxClientDisconnect(mcd), withSpec("2"))))
+			h.settle("web")
+			h.nodeStatus(orig.NodeID, state.NodeStatusReady)
+			h.report([]*state.Allocation{orig}, state.AllocClientStatusRunning, nil)
+			h.run("web", state.EvalTriggerReconnect)
+			if a := h.alloc(orig.ID); a.DesiredStatus != state.AllocDesiredStatusStop || a.DesiredDescription != allocNotNeeded {
+				t.Fatalf("original %s %q", a.DesiredStatus, a.DesiredDescription)
+			}
+			if live := h.live("web"); len(live) != 1 || live[0].JobVersion != 1 {
+				t.Fatalf("live %v", live)
+			}
+		}},
 		{"a pending allocation on a disconnected node is lost even with max_client_disconnect (it never ran there)", func(t *testing.T) {
 			h := newHarness(t)
 			h.nodes(2, 0, 0)

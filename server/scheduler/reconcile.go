@@ -167,6 +167,7 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now t
 	for _, gs := range groups {
 		r.markDisconnected(gs.disconnecting)
 	}
+	r.dropStoppedClientStates()
 	r.finishDeployment(groups)
 	if r.deployment != nil {
 		r.res.deploymentID = r.deployment.ID
