@@ -215,15 +215,20 @@ func (r *reconciler) markDisconnected(disconnecting []*state.Allocation) {
 	}
 }
 
-// replaced says whether a live allocation of the same name, placed after a,
-// stands in for it.
+// replaced says whether an unknown allocation was replaced: it no longer
+// counts toward the group, whatever became of its replacement since (that
+// one is rescheduled, updated or lost in its own right). A replacement a
+// reconnect stopped does not count: the original was kept then.
 func replaced(a *state.Allocation, allocs []*state.Allocation) bool {
+	if a.NextAllocation == "" {
+		return false
+	}
 	for _, o := range allocs {
-		if o.ID != a.ID && o.Name == a.Name && o.CreateIndex > a.CreateIndex && !o.TerminalStatus() {
-			return true
+		if o.ID == a.NextAllocation {
+			return o.DesiredDescription != allocReconnected
 		}
 	}
-	return false
+	return true
 }
 
 // dropStoppedClientStates leaves out the client-status records of
