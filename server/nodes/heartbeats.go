@@ -114,7 +114,9 @@ func (s *Service) expire(hb *heartbeats, nodeID string, nt *nodeTimer) {
 	if err != nil {
 		s.deps.Logger.Error("heartbeats: updating a silent node failed", "node", nodeID, "error", err)
 	}
-	if status == state.NodeStatusDisconnected {
+	// A disconnected node is checked again after a TTL; so is one whose
+	// update failed.
+	if status == state.NodeStatusDisconnected || err != nil {
 		s.mu.Lock()
 		if s.hb == hb && hb.timers[nodeID] == nil && hb.ctx.Err() == nil {
 			s.armLocked(hb, nodeID, s.ttl)
