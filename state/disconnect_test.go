@@ -101,7 +101,8 @@ func TestApplyPlanClientStates(t *testing.T) {
 		t.Fatalf("reconnect plan: %v %+v", err, res)
 	}
 	_, got, _ = s.Alloc(nil, a.ID)
-	if got.ClientStatus != AllocClientStatusRunning || len(got.AllocStates) != 2 || got.AllocStates[1].Value != AllocClientStatusRunning || got.NeedsToReconnect() {
+	if got.ClientStatus != AllocClientStatusRunning || len(got.AllocStates) != 2 || got.AllocStates[1].Value != AllocClientStatusRunning ||
+		got.NeedsToReconnect() || got.FollowupEvalID != "" {
 		t.Errorf("reconnected allocation %+v states %v", got, got.AllocStates)
 	}
 	// A stop that marks it lost records that too.

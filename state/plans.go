@@ -38,7 +38,8 @@ type Plan struct {
 // AllocClientState sets an allocation's client status as the servers see
 // it and records the change in its AllocStates (Nomad's disconnect and
 // reconnect updates). FollowupEvalID, when set, is the evaluation that
-// marks an unknown allocation lost once its node stayed away too long.
+// marks an unknown allocation lost once its node stayed away too long; a
+// status other than unknown clears it.
 type AllocClientState struct {
 	AllocID           string
 	ClientStatus      string
@@ -46,6 +47,10 @@ type AllocClientState struct {
 	FollowupEvalID    string
 	// Time is when the change happened (Unix nanoseconds; 0: the plan's Now).
 	Time int64
+	// Reconnected: the allocation was kept when its node came back; the
+	// replacement it had is stopped, so it has no NextAllocation any more.
+	// (ClientStatus "" then leaves its status as it is.)
+	Reconnected bool
 }
 
 // AllocFollowup links a failed allocation to the evaluation that will
@@ -143,16 +148,26 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 	for _, cs := range p.ClientStates {
 		raw, _ := txn.First(allocsTable, "id", cs.AllocID)
 		a := raw.(*Allocation).Copy()
-		if cs.ClientStatus != a.ClientStatus {
-			a.ClientStatus, a.ClientDescription = cs.ClientStatus, cs.ClientDescription
+		if cs.ClientStatus != "" {
+			if cs.ClientStatus != a.ClientStatus {
+				a.ClientStatus, a.ClientDescription = cs.ClientStatus, cs.ClientDescription
+			}
+			at := cs.Time
+			if at == 0 {
+				at = p.Now
+			}
+			a.AppendState(AllocStateFieldClientStatus, cs.ClientStatus, time.Unix(0, at))
 		}
-		at := cs.Time
-		if at == 0 {
-			at = p.Now
-		}
-		a.AppendState(AllocStateFieldClientStatus, cs.ClientStatus, time.Unix(0, at))
-		if cs.FollowupEvalID != "" {
+		switch {
+		case cs.FollowupEvalID != "":
 			a.FollowupEvalID = cs.FollowupEvalID
+		case cs.ClientStatus != "" && cs.ClientStatus != AllocClientStatusUnknown:
+			// Back from a disconnect: its timeout's follow-up is moot, and
+			// a later failure must be free to get a follow-up of its own.
+			a.FollowupEvalID = ""
+		}
+		if cs.Reconnected {
+			a.NextAllocation = ""
 		}
 		// AllocModifyIndex too: a client that comes back learns of it.
 		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now

@@ -103,7 +103,7 @@ func TestE2EDisconnectedNodeReconnectsWithinMaxClientDisconnect(t *testing.T) {
 		t.Errorf("node after reconnect: %s", n.Status)
 	}
 	a = readAlloc(t, ts, orig.ID)
-	if a.DesiredStatus != state.AllocDesiredStatusRun || len(a.AllocStates) != 2 ||
+	if a.DesiredStatus != state.AllocDesiredStatusRun || a.NextAllocation != "" || a.FollowupEvalID != "" || len(a.AllocStates) != 2 ||
 		a.AllocStates[0].Value != state.AllocClientStatusUnknown || a.AllocStates[1].Value != state.AllocClientStatusRunning {
 		t.Errorf("kept allocation %s states %+v", a.DesiredStatus, a.AllocStates)
 	}

@@ -101,8 +101,9 @@ func (r *reconciler) taintOf(a *state.Allocation) taint {
 // (Nomad's reconcileReconnecting): one that failed meanwhile is stopped;
 // one of an older version, or to be moved or rescheduled, is stopped; else
 // the original is kept (Nomad's tie-break: no replacement has a better
-// score here, nor a newer version) and its replacements are stopped. A kept
-// allocation its client reports running again gets that recorded.
+// score here, nor a newer version), its replacements are stopped and it is
+// no longer linked to them. A kept allocation its client reports running
+// again gets that recorded.
 func (r *reconciler) reconcileReconnecting(allocs []*state.Allocation, canaryIDs map[string]bool) {
 	for _, a := range allocs {
 		if canaryIDs[a.ID] || r.stopped[a.ID] || a.DesiredStatus != state.AllocDesiredStatusRun {
@@ -136,10 +137,15 @@ func (r *reconciler) reconcileReconnecting(allocs []*state.Allocation, canaryIDs
 			}
 			r.stop(o, allocReconnected, "")
 		}
-		if kept && a.ClientStatus == state.AllocClientStatusRunning {
-			r.res.plan.ClientStates = append(r.res.plan.ClientStates, &state.AllocClientState{
-				AllocID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-			})
+		if !kept {
+			continue
+		}
+		cs := &state.AllocClientState{AllocID: a.ID, Reconnected: a.NextAllocation != ""}
+		if a.ClientStatus == state.AllocClientStatusRunning {
+			cs.ClientStatus, cs.ClientDescription = a.ClientStatus, a.ClientDescription
+		}
+		if cs.ClientStatus != "" || cs.Reconnected {
+			r.res.plan.ClientStates = append(r.res.plan.ClientStates, cs)
 		}
 	}
 }

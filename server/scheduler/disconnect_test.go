@@ -137,8 +137,8 @@ func TestDisconnectedClients(t *testing.T) {
 			if got := h.alloc(r.ID); got.DesiredStatus != state.AllocDesiredStatusStop || got.DesiredDescription != allocReconnected {
 				t.Fatalf("replacement %s %q", got.DesiredStatus, got.DesiredDescription)
 			}
-			if a := h.alloc(orig.ID); a.DesiredStatus != state.AllocDesiredStatusRun {
-				t.Fatalf("original %s %q", a.DesiredStatus, a.DesiredDescription)
+			if a := h.alloc(orig.ID); a.DesiredStatus != state.AllocDesiredStatusRun || a.NextAllocation != "" {
+				t.Fatalf("original %s %q next %q", a.DesiredStatus, a.DesiredDescription, a.NextAllocation)
 			}
 			// Its client reports it running: the reconnect evaluation records it.
 			h.report([]*state.Allocation{orig}, state.AllocClientStatusRunning, nil)
@@ -151,6 +151,13 @@ func TestDisconnectedClients(t *testing.T) {
 			h.runDue("web")
 			if live := h.live("web"); len(live) != 1 || live[0].ID != orig.ID || h.alloc(orig.ID).ClientStatus != state.AllocClientStatusRunning {
 				t.Fatalf("after the timeout: live %v, original %s", names(live), h.alloc(orig.ID).ClientStatus)
+			}
+			// Failing later, it gets a delayed reschedule of its own.
+			h.report([]*state.Allocation{orig}, state.AllocClientStatusFailed, nil)
+			h.run("web", state.EvalTriggerRetryFailedAlloc)
+			fu := h.eval(h.alloc(orig.ID).FollowupEvalID)
+			if fu.TriggeredBy != state.EvalTriggerRetryFailedAlloc || fu.Status != state.EvalStatusPending || fu.WaitUntil == 0 {
+				t.Fatalf("follow-up of the later failure %+v", fu)
 			}
 		}},
 		{"node back after the max-disconnect-timeout evaluation ran: the allocation was marked lost (alloc is lost since its node is down) then and stays lost; the replacement stays", func(t *testing.T) {
