@@ -62,8 +62,9 @@ func TestApplyPlanClientStates(t *testing.T) {
 	wait := at.Add(time.Minute).UnixNano()
 	ev := &Evaluation{ID: uuid.NewString(), Namespace: "default", JobID: "web", Status: EvalStatusPending,
 		TriggeredBy: EvalTriggerMaxDisconnect, WaitUntil: wait}
+	repl := &Allocation{ID: uuid.NewString(), Namespace: "default", Name: a.Name, NodeID: a.NodeID, JobID: "web", TaskGroup: "web", PreviousAllocation: a.ID}
 	plan := &Plan{Namespace: "default", JobID: "web", JobModifyIndex: job.JobModifyIndex, Now: at.Add(time.Second).UnixNano(),
-		FollowupEvals: []*Evaluation{ev},
+		FollowupEvals: []*Evaluation{ev}, Placements: []*Allocation{repl},
 		ClientStates: []*AllocClientState{{AllocID: a.ID, ClientStatus: AllocClientStatusUnknown,
 			ClientDescription: "alloc is unknown since its node is disconnected", FollowupEvalID: ev.ID, Time: at.UnixNano()}}}
 	if plan.IsNoOp() {
@@ -81,7 +82,10 @@ func TestApplyPlanClientStates(t *testing.T) {
 		got.AllocStates[0].Value != AllocClientStatusUnknown || !got.AllocStates[0].Time.Equal(at) {
 		t.Fatalf("AllocStates %+v", got.AllocStates[0])
 	}
-	if !got.NeedsToReconnect() || !got.LastUnknown().Equal(at) {
+	if got.NextAllocation != repl.ID {
+		t.Errorf("unknown allocation's NextAllocation %q, want its replacement", got.NextAllocation)
+	}
+		if !got.NeedsToReconnect() || !got.LastUnknown().Equal(at) {
 		t.Errorf("NeedsToReconnect %v, LastUnknown %v", got.NeedsToReconnect(), got.LastUnknown())
 	}
 	mcd := time.Minute
@@ -96,13 +100,14 @@ func TestApplyPlanClientStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := &Plan{Namespace: "default", JobID: "web", JobModifyIndex: job.JobModifyIndex, Now: at.Add(2 * time.Minute).UnixNano(),
-		ClientStates: []*AllocClientState{{AllocID: a.ID, ClientStatus: AllocClientStatusRunning}}}
+		Stops:        []*AllocStop{{AllocID: repl.ID, DesiredDescription: "alloc not needed due to disconnected client reconnect"}},
+		ClientStates: []*AllocClientState{{AllocID: a.ID, ClientStatus: AllocClientStatusRunning, Reconnected: true}}}
 	if res, err := s.ApplyPlan(42, back); err != nil || res.Refused != "" {
 		t.Fatalf("reconnect plan: %v %+v", err, res)
 	}
 	_, got, _ = s.Alloc(nil, a.ID)
 	if got.ClientStatus != AllocClientStatusRunning || len(got.AllocStates) != 2 || got.AllocStates[1].Value != AllocClientStatusRunning ||
-		got.NeedsToReconnect() || got.FollowupEvalID != "" {
+		got.NeedsToReconnect() || got.FollowupEvalID != "" || got.NextAllocation != "" {
 		t.Errorf("reconnected allocation %+v states %v", got, got.AllocStates)
 	}
 	// A stop that marks it lost records that too.
