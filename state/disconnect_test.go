@@ -85,7 +85,7 @@ func TestApplyPlanClientStates(t *testing.T) {
 	if got.NextAllocation != repl.ID {
 		t.Errorf("unknown allocation's NextAllocation %q, want its replacement", got.NextAllocation)
 	}
-		if !got.NeedsToReconnect() || !got.LastUnknown().Equal(at) {
+	if !got.NeedsToReconnect() || !got.LastUnknown().Equal(at) {
 		t.Errorf("NeedsToReconnect %v, LastUnknown %v", got.NeedsToReconnect(), got.LastUnknown())
 	}
 	mcd := time.Minute
