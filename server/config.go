@@ -33,6 +33,9 @@ type Config struct {
 	TLS tlsutil.Files
 	// HTTPSAddr, when set, serves the API over HTTPS only (needs TLS).
 	HTTPSAddr string
+	// DevListenAny lets a dev agent (ACLs off, raw_exec on) listen on a
+	// non-loopback HTTP address; without it that is refused.
+	DevListenAny bool
 	// InsecureRaft lets an agent form or join a multi-server cluster
 	// without TLS: anyone who reaches the Raft port can then take it over.
 	InsecureRaft bool

@@ -24,6 +24,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("agent", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	flags.BoolVar(&cfg.Dev, "dev", false, "run one in-memory server on 127.0.0.1:8500, for development")
+	flags.BoolVar(&cfg.DevListenAny, "dev-listen-any", false, "let -dev listen on a non-loopback -http-addr (anyone who reaches it can run commands: ACLs are off and raw_exec on)")
 	flags.StringVar(&cfg.DataDir, "data-dir", "", "directory for the Raft log, snapshots and node ID")
 	flags.StringVar(&cfg.NodeName, "node", cfg.NodeName, "name of this server")
 	bind := flags.String("bind", "", "Raft address host:port (default 127.0.0.1:8300; -dev: a free port)")
