@@ -292,7 +292,7 @@ func (c *Client) register(ctx context.Context) error {
 	reg := &api.NodeRegistration{
 		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: c.drivers(), HTTPAddr: c.httpAddr,
 		Resources: c.cfg.Resources, Meta: c.cfg.Meta,
-		Attributes: map[string]string{"driver.mock_driver": "1", "kernel.name": "simulated"},
+		Attributes: c.attributes(),
 	}
 	for {
 		srv := c.server()
