@@ -86,6 +86,9 @@ type Config struct {
 	// HeartbeatTTL is how long a client node may stay silent before it is
 	// marked down (default 10s).
 	HeartbeatTTL time.Duration
+	// MaxJobAllocs caps the allocations one job asks for in all (the sum of
+	// its task groups' Count; default jobs.DefaultMaxJobAllocs).
+	MaxJobAllocs int
 	// DevNodes is how many simulated client nodes (mock_driver) the agent
 	// runs in its own process; agent -dev runs one.
 	DevNodes int

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/server"
 	ctlagent "github.com/ctlplane/ctlplane/server/agent"
+	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -54,6 +55,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.IntVar(&cfg.HTTPMaxConnsPerClient, "http-max-conns-per-client", cfg.HTTPMaxConnsPerClient, "open HTTP connections allowed per client IP (0: no limit); over it, 429")
 	flags.BoolVar(&cfg.EnableDebug, "enable-debug", false, "serve Go's profiler under /debug/pprof/ (management token required when ACLs are on)")
 	devNodes := flags.Int("dev-nodes", -1, "simulated client nodes (mock_driver) to run in this process (default: 1 with -dev, else 0)")
+	flags.IntVar(&cfg.MaxJobAllocs, "max-job-allocs", jobs.DefaultMaxJobAllocs, "allocations one job may ask for in all (the sum of its task groups' Count); over it, 400")
 	flags.IntVar(&cfg.SchedulerWorkers, "scheduler-workers", 0, "evaluations the leader schedules at once (default: the number of CPUs)")
 	flags.DurationVar(&cfg.GCInterval, "gc-interval", 5*time.Minute, "how often the leader garbage-collects finished evaluations, allocations, deployments, jobs and nodes")
 	flags.DurationVar(&cfg.EvalGCThreshold, "eval-gc-threshold", time.Hour, "how long an evaluation (and its allocations) must have been terminal before it is collected")
@@ -88,6 +90,10 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		cfg.ACLEnabled = on
+	}
+	if cfg.MaxJobAllocs < 1 {
+		fmt.Fprintf(stderr, "invalid -max-job-allocs %d: it must be at least 1\n", cfg.MaxJobAllocs)
+		return 1
 	}
 	cfg.BindAddr = *bind
 	cfg.RaftTimeout = *raftTimeout

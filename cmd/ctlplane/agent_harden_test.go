@@ -29,3 +29,10 @@ func TestAgentDevListenAny(t *testing.T) {
 		t.Fatalf("no warning in the log:\n%s", p.stderr.String())
 	}
 }
+
+func TestAgentMaxJobAllocsFlag(t *testing.T) {
+	p := startProc(t, "agent", "-dev", "-max-job-allocs=0")
+	if code := p.wait(t); code != 1 || !strings.Contains(p.stderr.String(), "invalid -max-job-allocs 0: it must be at least 1") {
+		t.Fatalf("-max-job-allocs=0: exit %d, stderr:\n%s", code, p.stderr.String())
+	}
+}
