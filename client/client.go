@@ -69,6 +69,13 @@ type Config struct {
 	// HTTPAdvertise is the address the servers reach that API at (default:
 	// the listener's, 127.0.0.1 when it listens on every interface).
 	HTTPAdvertise string
+	// WatchWait bounds each blocking read of the node's allocations
+	// (default 5 minutes).
+	WatchWait time.Duration
+	// GCInterval is how often the client asks the servers whether the
+	// finished allocations it keeps directories for were collected, and
+	// removes those that were (default 1 minute, Nomad's client gc_interval).
+	GCInterval time.Duration
 }
 
 // Client is one node agent.
@@ -100,6 +107,9 @@ type Client struct {
 	procs sync.WaitGroup
 	// saved is the state of a previous run, restored by Run.
 	saved *savedState
+	// gcDirs are allocations with a directory and no runner (finished,
+	// no longer listed): removed once the servers no longer know them.
+	gcDirs map[string]bool
 	// State saves: saveSeq numbers snapshots; savedSeq is the last written.
 	saveSeq  uint64
 	saveMu   sync.Mutex
@@ -134,6 +144,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	var saved *savedState
 	if cfg.DataDir != "" {
+		if err := prepareDataDir(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
 		var err error
 		if saved, err = loadState(cfg.DataDir); err != nil {
 			return nil, fmt.Errorf("client: %w", err)
@@ -169,6 +182,12 @@ func New(cfg Config) (*Client, error) {
 	if cfg.FlushSize <= 0 {
 		cfg.FlushSize = 100
 	}
+	if cfg.WatchWait <= 0 {
+		cfg.WatchWait = 5 * time.Minute
+	}
+	if cfg.GCInterval <= 0 {
+		cfg.GCInterval = time.Minute
+	}
 	if cfg.RawExec && cfg.DataDir == "" {
 		return nil, errors.New("client: raw_exec needs a data directory")
 	}
@@ -185,7 +204,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID,
 		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
-		registered: make(chan struct{}), ctx: context.Background(), saved: saved,
+		registered: make(chan struct{}), ctx: context.Background(), saved: saved, gcDirs: map[string]bool{},
 	}
 	for _, addr := range cfg.Servers {
 		ac, err := api.NewClient(api.Config{Address: addr, Token: cfg.Token, HTTPClient: cfg.HTTPClient})
@@ -226,6 +245,10 @@ func (c *Client) Run(ctx context.Context) error {
 	if c.cfg.RawExec {
 		go c.rotateLoop(ctx)
 	}
+	if c.cfg.DataDir != "" {
+		c.findOrphanDirs()
+		go c.gcLoop(ctx)
+	}
 	if err := c.register(ctx); err != nil {
 		return err
 	}
@@ -235,7 +258,7 @@ func (c *Client) Run(ctx context.Context) error {
 	var index, since uint64
 	for ctx.Err() == nil {
 		srv := c.server()
-		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute}, since)
+		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: c.cfg.WatchWait}, since)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -461,14 +484,29 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) bool {
 	// still runs of it, and forget it once every task is dead.
 	for id, ar := range c.runners {
 		if !seen[id] {
+			ar.unlisted = true
 			ar.stop()
 			if ar.finished() {
-				ar.destroy()
-				delete(c.runners, id)
+				c.forgetLocked(ar)
 			}
 		}
 	}
 	return complete
+}
+
+// forgetLocked drops the runner of a finished allocation the servers no
+// longer list; its directory stays (its logs stay readable) until the
+// servers have collected the allocation (see gcLoop). Called with c.mu held.
+func (c *Client) forgetLocked(ar *allocRunner) {
+	if c.runners[ar.alloc.ID] != ar {
+		return
+	}
+	ar.destroy()
+	delete(c.runners, ar.alloc.ID)
+	if c.cfg.DataDir != "" {
+		c.gcDirs[ar.alloc.ID] = true
+		go c.persistLocked()() // the saved state forgets it too
+	}
 }
 
 // queueUpdate adds a report to the next batch (a newer report of the same

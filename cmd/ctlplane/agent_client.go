@@ -98,10 +98,6 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "invalid -log-level %q\n", *logLevel)
 		return 1
 	}
-	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
-		fmt.Fprintf(stderr, "Error: %v\n", err)
-		return 1
-	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
 	token, err := introductionToken(*tokenFile, logger)
 	if err != nil {
