@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -184,5 +185,30 @@ func TestClientGCRemovesCollectedAllocDir(t *testing.T) {
 			t.Fatalf("the client state still has the collected allocation (or lost the live one): %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The client's own API on a loopback listener answers only loopback Host
+// names (DNS rebinding), as the servers' does.
+func TestClientHTTPRefusesForeignHost(t *testing.T) {
+	e := newRawEnv(t)
+	url := "http://" + e.client.HTTPAddr() + "/v1/client/fs/logs/" + "00000000-0000-4000-8000-000000000000?task=main&type=stdout"
+	for host, want := range map[string]int{"evil.example": http.StatusForbidden, "localhost": http.StatusNotFound, "": http.StatusNotFound} {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == http.StatusForbidden && !strings.Contains(string(body), `Host "evil.example" refused`)) {
+			t.Errorf("Host %q: %d %q, want %d", host, resp.StatusCode, body, want)
+		}
 	}
 }
