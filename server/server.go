@@ -345,7 +345,7 @@ func (s *Server) Serve(handler API) error {
 		s.httpsListener = newAPIListener(lns, tlsConf, true, s.config.Datacenter, limits, netLogger)
 	}
 	s.httpServer = &http.Server{
-		Handler:           webguard.Wrap(s.bodyDeadline(s.clusterHandler(handler)), webguard.LoopbackAddrs(s.listenerAddrs()...)),
+		Handler:           s.bodyDeadline(webguard.Wrap(s.clusterHandler(handler), webguard.LoopbackAddrs(s.listenerAddrs()...))),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return s.queryCtx },

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Wrap guards next. loopbackListener says whether the listener a request
@@ -66,11 +67,18 @@ func LoopbackAddrs(addrs ...net.Addr) func(r *http.Request) bool {
 	}
 }
 
+// plain answers a refusal and closes the connection: net/http would
+// otherwise read the rest of the refused request's body first, as slowly as
+// the client sends it.
 func plain(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	fmt.Fprintln(w, msg)
+	// ErrNotSupported (a connection without deadlines) leaves the body
+	// deadline in charge.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // truncate keeps an echoed header short.

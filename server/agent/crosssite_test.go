@@ -1,7 +1,10 @@
 package agent_test
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -127,4 +130,31 @@ func port(t *testing.T, rawURL string) string {
 		t.Fatal(err)
 	}
 	return u.Port()
+}
+
+// A refused request is answered at once and its connection closed: the
+// rest of its body is not waited for.
+func TestRefusedHostClosesConnection(t *testing.T) {
+	ts := servertest.Start(t)
+	c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/jobs HTTP/1.1\r\nHost: evil.example\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n{")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `Host "evil.example" refused`) || !resp.Close {
+		t.Fatalf("refused Host: %d %v %q", resp.StatusCode, resp.Header, body)
+	}
+	start := time.Now()
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err != io.EOF || time.Since(start) > 2*time.Second {
+		t.Fatalf("the connection stays open after the refusal (%d, %v after %v)", n, err, time.Since(start))
+	}
 }
