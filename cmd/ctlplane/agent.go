@@ -81,6 +81,16 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
+	// Read by now: the secrets leave the environment, where the tasks of a
+	// dev agent's raw_exec client could read them (/proc/PPID/environ).
+	envs := []string{"CTLPLANE_TOKEN", "NOMAD_TOKEN"}
+	for _, s := range secrets {
+		envs = append(envs, s.env)
+	}
+	if _, err := removeEnv(envs, cfg.Logger); err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
 
 	cfg.ACLEnabled = !cfg.Dev
 	if *aclEnabled != "" {

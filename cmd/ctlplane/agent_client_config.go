@@ -97,23 +97,34 @@ func introductionToken(file string, logger hclog.Logger) (string, error) {
 			return "", fmt.Errorf("-node-token-file %s is empty", file)
 		}
 	}
-	var present []string
-	for _, name := range tokenEnvs {
-		if _, ok := os.LookupEnv(name); ok {
-			present = append(present, name)
-			if err := os.Unsetenv(name); err != nil {
-				return "", fmt.Errorf("removing %s from the environment: %w", name, err)
-			}
-		}
-	}
-	if len(present) == 0 {
-		return token, nil
-	}
-	if err := scrubInitialEnviron(present...); err != nil {
-		logger.Warn("could not blank token variables in /proc/self/environ; prefer -node-token-file", "variables", strings.Join(present, ","), "error", err)
+	present, err := removeEnv(tokenEnvs, logger)
+	if err != nil {
+		return "", err
 	}
 	if token == "" && (slices.Contains(present, "CTLPLANE_TOKEN") || slices.Contains(present, "NOMAD_TOKEN")) {
 		logger.Warn("the client agent does not read CTLPLANE_TOKEN or NOMAD_TOKEN: give its node:write token with -node-token-file or " + nodeTokenEnv)
 	}
 	return token, nil
+}
+
+// removeEnv removes the variables set among names from the environment,
+// also from the block the kernel shows in /proc/PID/environ (a warning
+// when that fails), and says which were set.
+func removeEnv(names []string, logger hclog.Logger) ([]string, error) {
+	var present []string
+	for _, name := range names {
+		if _, ok := os.LookupEnv(name); ok {
+			present = append(present, name)
+			if err := os.Unsetenv(name); err != nil {
+				return nil, fmt.Errorf("removing %s from the environment: %w", name, err)
+			}
+		}
+	}
+	if len(present) == 0 {
+		return nil, nil
+	}
+	if err := scrubInitialEnviron(present...); err != nil {
+		logger.Warn("could not blank secret variables in /proc/self/environ; prefer the -...-file flags", "variables", strings.Join(present, ","), "error", err)
+	}
+	return present, nil
 }
