@@ -494,21 +494,6 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) bool {
 	return complete
 }
 
-// forgetLocked drops the runner of a finished allocation the servers no
-// longer list; its directory stays (its logs stay readable) until the
-// servers have collected the allocation (see gcLoop). Called with c.mu held.
-func (c *Client) forgetLocked(ar *allocRunner) {
-	if c.runners[ar.alloc.ID] != ar {
-		return
-	}
-	ar.destroy()
-	delete(c.runners, ar.alloc.ID)
-	if c.cfg.DataDir != "" {
-		c.gcDirs[ar.alloc.ID] = true
-		go c.persistLocked()() // the saved state forgets it too
-	}
-}
-
 // queueUpdate adds a report to the next batch (a newer report of the same
 // allocation replaces an older one). Called with c.mu held.
 func (c *Client) queueUpdate(u *api.AllocClientUpdate) {

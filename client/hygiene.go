@@ -48,6 +48,21 @@ func checkOwned(what, path string, fi os.FileInfo, wantDir bool) error {
 	return nil
 }
 
+// forgetLocked drops the runner of a finished allocation the servers no
+// longer list; its directory stays (its logs stay readable) until the
+// servers have collected the allocation (see gcLoop). Called with c.mu held.
+func (c *Client) forgetLocked(ar *allocRunner) {
+	if c.runners[ar.alloc.ID] != ar {
+		return
+	}
+	ar.destroy()
+	delete(c.runners, ar.alloc.ID)
+	if c.cfg.DataDir != "" {
+		c.gcDirs[ar.alloc.ID] = true
+		go c.persistLocked()() // the saved state forgets it too
+	}
+}
+
 // removeAllocDir deletes an allocation's directory (the servers have
 // collected the allocation and its tasks are dead).
 func (c *Client) removeAllocDir(allocID string) {
