@@ -69,9 +69,6 @@ type Config struct {
 	// HTTPAdvertise is the address the servers reach that API at (default:
 	// the listener's, 127.0.0.1 when it listens on every interface).
 	HTTPAdvertise string
-	// WatchWait bounds each blocking read of the node's allocations
-	// (default 5 minutes).
-	WatchWait time.Duration
 	// GCInterval is how often the client asks the servers whether the
 	// finished allocations it keeps directories for were collected, and
 	// removes those that were (default 1 minute, Nomad's client gc_interval).
@@ -182,9 +179,6 @@ func New(cfg Config) (*Client, error) {
 	if cfg.FlushSize <= 0 {
 		cfg.FlushSize = 100
 	}
-	if cfg.WatchWait <= 0 {
-		cfg.WatchWait = 5 * time.Minute
-	}
 	if cfg.GCInterval <= 0 {
 		cfg.GCInterval = time.Minute
 	}
@@ -258,7 +252,7 @@ func (c *Client) Run(ctx context.Context) error {
 	var index, since uint64
 	for ctx.Err() == nil {
 		srv := c.server()
-		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: c.cfg.WatchWait}, since)
+		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute}, since)
 		if err != nil {
 			if ctx.Err() != nil {
 				break

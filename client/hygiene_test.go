@@ -129,9 +129,8 @@ func TestClientDataDirOwnership(t *testing.T) {
 // Once the servers collected an allocation (GC), the client forgets it and
 // removes its directory; a live allocation's directory stays.
 func TestClientGCRemovesCollectedAllocDir(t *testing.T) {
-	// Short intervals stand for the 5 minutes of a blocking read and the
-	// minute of the GC.
-	e := newRawEnvWith(t, func(c *client.Config) { c.WatchWait, c.GCInterval = 300*time.Millisecond, 100*time.Millisecond })
+	// A short interval stands for the GC's minute.
+	e := newRawEnvWith(t, func(c *client.Config) { c.GCInterval = 100 * time.Millisecond })
 	dir := t.TempDir()
 	task := func(name string) *state.Task {
 		return &state.Task{Config: map[string]any{"command": "/bin/sh", "args": []any{"-c", `echo $$ > "$OUT/` + name + `"; echo hi; exec sleep 300`}},
@@ -146,6 +145,11 @@ func TestClientGCRemovesCollectedAllocDir(t *testing.T) {
 
 	e.stopAlloc(t, "gone", goneID)
 	e.waitAlloc(t, goneID, "complete", func(a *api.Allocation) bool { return a.ClientStatus == api.AllocClientStatusComplete })
+	// The next change to the node's list (here a placement) tells the
+	// client the servers no longer list the finished allocation.
+	pokeID := e.place(t, "poke", nil, task("poke"))
+	e.waitAlloc(t, pokeID, "running", func(a *api.Allocation) bool { return a.ClientStatus == api.AllocClientStatusRunning })
+	killOnCleanup(t, waitPid(t, filepath.Join(dir, "poke")))
 	// Stopped but still listed by the servers: its logs stay readable.
 	time.Sleep(time.Second)
 	if _, err := os.Stat(filepath.Join(goneDir, "alloc", "logs", "main.stdout.0")); err != nil {
