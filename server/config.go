@@ -86,9 +86,6 @@ type Config struct {
 	// HeartbeatTTL is how long a client node may stay silent before it is
 	// marked down (default 10s).
 	HeartbeatTTL time.Duration
-	// MaxJobAllocs caps the allocations one job asks for in all (the sum of
-	// its task groups' Count; default jobs.DefaultMaxJobAllocs).
-	MaxJobAllocs int
 	// DevNodes is how many simulated client nodes (mock_driver) the agent
 	// runs in its own process; agent -dev runs one.
 	DevNodes int
@@ -101,6 +98,10 @@ type Config struct {
 	DeploymentGCThreshold time.Duration
 	JobGCThreshold        time.Duration
 	NodeGCThreshold       time.Duration
+
+	// MaxJobAllocs caps the allocations one job asks for in all (the sum of
+	// its task groups' Count; default jobs.DefaultMaxJobAllocs).
+	MaxJobAllocs int
 
 	// Now is the clock of the domain services (default time.Now); tests
 	// pass a fake one.
