@@ -12,4 +12,5 @@ type Services struct {
 	Deployments DeploymentService
 	Nodes       NodeService
 	System      SystemService
+	Namespaces  NamespaceService
 }

@@ -258,7 +258,7 @@ type AllocClientUpdate struct {
 // for allocations that no longer exist, or that belong to another node, are
 // skipped: the client learns it on its next read.
 func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocClientUpdate, evals []*Evaluation, now int64) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	touched := false
 	jobs := map[[2]string]bool{} // job → an allocation of it stopped
@@ -327,7 +327,7 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 

@@ -131,7 +131,7 @@ func (s *Store) EvalsModifiedSince(ws memdb.WatchSet, index uint64) (uint64, []*
 
 // EvalsUpsert inserts or replaces evaluations at idx.
 func (s *Store) EvalsUpsert(idx uint64, evals []*Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	jobs := map[[2]string]bool{}
 	for _, e := range evals {
@@ -146,7 +146,7 @@ func (s *Store) EvalsUpsert(idx uint64, evals []*Evaluation) error {
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 

@@ -182,18 +182,6 @@ func (j *Job) SpecChanged(o *Job) bool {
 	return !reflect.DeepEqual(&a, &b)
 }
 
-// TaskGroupChanged says whether group name differs between two versions of a
-// job in anything but its Count: an unchanged group is updated in place.
-func TaskGroupChanged(a, b *Job, name string) bool {
-	ga, gb := a.LookupTaskGroup(name), b.LookupTaskGroup(name)
-	if ga == nil || gb == nil {
-		return true
-	}
-	x, y := *ga, *gb
-	x.Count, y.Count = 0, 0
-	return !reflect.DeepEqual(&x, &y)
-}
-
 func init() {
 	registerTable(&memdb.TableSchema{
 		Name: jobsTable,
@@ -427,7 +415,7 @@ func upsertJobTxn(txn *memdb.Txn, idx uint64, job *Job) (*JobRegisterResult, err
 // JobRegister registers a job and inserts the evaluation that goes with it,
 // in one transaction at idx.
 func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegisterResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	res, err := upsertJobTxn(txn, idx, job)
 	if err != nil {
@@ -441,7 +429,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 			return nil, err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return res, nil
 }
 
@@ -451,7 +439,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 // and its active deployments are cancelled: a job registered again under
 // the same ID (at version 0 again) must not take them for its own.
 func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(jobsTable, "id", ns, id)
 	if err != nil {
@@ -488,7 +476,7 @@ func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
 	if err := retirePurgedJobTxn(txn, idx, ns, id, now); err != nil {
 		return err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -536,12 +524,12 @@ func retirePurgedJobTxn(txn *memdb.Txn, idx uint64, ns, id string, now int64) er
 
 // JobSetStable marks one version of a job stable or not at idx.
 func (s *Store) JobSetStable(idx uint64, ns, id string, version uint64, stable bool) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	if err := setJobStableTxn(txn, idx, ns, id, version, stable); err != nil {
 		return err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 

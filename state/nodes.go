@@ -23,7 +23,12 @@ const (
 
 // Node is a client node that runs allocations.
 type Node struct {
-	ID                    string
+	ID string
+	// SecretID is the node's secret (Nomad's Node.SecretID): minted by the
+	// server at the node's first registration, stored as ACL token secrets
+	// are, presented by the node's client on every client-protocol call.
+	// Never answered on reads (http sanitizes it).
+	SecretID              string
 	Name                  string
 	Datacenter            string
 	HTTPAddr              string
@@ -61,6 +66,8 @@ func init() {
 		Name: nodesTable,
 		Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
+			// Nodes registered before node secrets existed have none.
+			"secret": {Name: "secret", Unique: true, AllowMissing: true, Indexer: &memdb.StringFieldIndex{Field: "SecretID"}},
 		},
 	}, func() any { return new(Node) })
 }
@@ -68,6 +75,23 @@ func init() {
 // Node returns the node with that ID, or nil.
 func (s *Store) Node(ws memdb.WatchSet, id string) (uint64, *Node, error) {
 	return getOneOrWatchTable[Node](s, ws, nodesTable, id)
+}
+
+// NodeBySecret returns the node whose SecretID is secret, or nil.
+func (s *Store) NodeBySecret(secret string) (*Node, error) {
+	if secret == "" {
+		return nil, nil
+	}
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	raw, err := txn.First(nodesTable, "secret", secret)
+	if err != nil {
+		return nil, fmt.Errorf("failed node lookup: %w", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*Node), nil
 }
 
 // Nodes lists every node by ID.
@@ -78,7 +102,7 @@ func (s *Store) Nodes(ws memdb.WatchSet) (uint64, []*Node, error) {
 // NodeRegister inserts or replaces a node at idx, keeping its CreateIndex;
 // evals (when given) are inserted in the same transaction.
 func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	stored := *node
 	raw, err := txn.First(nodesTable, "id", node.ID)
@@ -86,7 +110,13 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 		return fmt.Errorf("failed node lookup: %w", err)
 	}
 	if raw != nil {
-		stored.CreateIndex = raw.(*Node).CreateIndex
+		old := raw.(*Node)
+		// A node's secret never changes once minted (two first
+		// registrations racing: the second one loses).
+		if old.SecretID != "" && old.SecretID != node.SecretID {
+			return errorf(ErrForbidden, "node secret ID does not match")
+		}
+		stored.CreateIndex = old.CreateIndex
 	} else {
 		stored.CreateIndex = idx
 	}
@@ -102,7 +132,7 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -110,7 +140,7 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 // node-update evaluations of the jobs on it) with it. What becomes of the
 // node's allocations is the scheduler's decision (Nomad's), not this one's.
 func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string, evals []*Evaluation, now int64) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(nodesTable, "id", nodeID)
 	if err != nil {
@@ -135,7 +165,7 @@ func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string,
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -145,4 +175,19 @@ func (s *Store) NodesIndexWatch(ws memdb.WatchSet) (uint64, error) {
 	defer txn.Abort()
 	watchTableIndex(txn, ws, nodesTable)
 	return maxIndex(txn, nodesTable), nil
+}
+
+// NodeCount is how many nodes are registered.
+func (s *Store) NodeCount() (int, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := txn.Get(nodesTable, "id")
+	if err != nil {
+		return 0, fmt.Errorf("failed nodes list: %w", err)
+	}
+	n := 0
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		n++
+	}
+	return n, nil
 }

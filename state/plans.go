@@ -33,6 +33,9 @@ type Plan struct {
 	// a disconnected node, running again once it reconnected.
 	ClientStates []*AllocClientState
 	Now          int64
+	// Annotations say what the scheduler wanted per group (Nomad's plan
+	// annotations, read by a dry run). They are not part of the Raft entry.
+	Annotations *PlanAnnotations `codec:"-"`
 }
 
 // AllocClientState sets an allocation's client status as the servers see
@@ -60,6 +63,29 @@ type AllocFollowup struct {
 	FollowupEvalID string
 }
 
+// PlanAnnotations are Nomad's Plan.Annotations.
+type PlanAnnotations struct {
+	// DesiredTGUpdates: per task group of the job (and per group of
+	// allocations the job no longer has), what the plan does.
+	DesiredTGUpdates map[string]*DesiredUpdates
+}
+
+// DesiredUpdates counts a plan's decisions for one group (Nomad's). Place
+// and Canary count attempted placements (some may find no node), Stop
+// every stop but a destructive update's, Ignore the allocations left as
+// they are (destructive updates waiting for their turn included).
+// Migrate and Preemptions stay 0: there is no draining or preemption.
+type DesiredUpdates struct {
+	Ignore            uint64
+	Place             uint64
+	Migrate           uint64
+	Stop              uint64
+	InPlaceUpdate     uint64
+	DestructiveUpdate uint64
+	Canary            uint64
+	Preemptions       uint64
+}
+
 // AllocStop tells an allocation to stop.
 type AllocStop struct {
 	AllocID            string
@@ -70,8 +96,9 @@ type AllocStop struct {
 	FollowupEvalID string
 }
 
-// AllocInPlace moves an allocation to a new job version whose group did not
-// change (a scale-only change), without replacing it.
+// AllocInPlace moves an allocation to a new job version whose group changed
+// only in what a running task can take on (the scheduler's in-place rule),
+// without replacing it.
 type AllocInPlace struct {
 	AllocID      string
 	JobVersion   uint64
@@ -98,7 +125,7 @@ type PlanResult struct {
 // updates is gone, or a deployment it places for or updates is no longer
 // running. The scheduler then tries again from a fresh snapshot.
 func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	if reason, err := checkPlanTxn(txn, p); err != nil || reason != "" {
 		return &PlanResult{Refused: reason}, err
@@ -278,7 +305,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 	if err := refreshJobStatusTxn(txn, idx, p.Namespace, p.JobID); err != nil {
 		return nil, err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return &PlanResult{Index: idx}, nil
 }
 

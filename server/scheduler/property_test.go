@@ -42,10 +42,13 @@ type propJob struct {
 	auto                             bool
 	// mcd: the group has max_client_disconnect (nodes may disconnect).
 	mcd bool
+	// killTimeout changes make in-place versions.
+	killTimeout time.Duration
 }
 
 func (p propJob) job() *state.Job {
-	opts := []jobOpt{withMaxParallel(p.maxParallel), withCanary(p.canary, p.auto), withSpec(fmt.Sprint(p.spec))}
+	opts := []jobOpt{withMaxParallel(p.maxParallel), withCanary(p.canary, p.auto), withSpec(fmt.Sprint(p.spec)),
+		func(j *state.Job) { j.TaskGroups[0].Tasks[0].KillTimeout = p.killTimeout }}
 	if p.mcd {
 		opts = append(opts, withMaxClientDisconnect(time.Minute))
 	}
@@ -176,6 +179,10 @@ func runProperty(t *testing.T, seed int64, steps int) {
 				h.reconnect(id)
 				break
 			}
+		case k == 7 && rng.Intn(2) == 0: // a new version updated in place
+			pj.killTimeout += time.Second
+			log = append(log, fmt.Sprintf("in-place kill_timeout=%v", pj.killTimeout))
+			h.process(h.register(pj.job()))
 		case k == 6: // an allocation fails on its client
 			live := reachable(h.live("web"))
 			if len(live) == 0 {
@@ -280,6 +287,23 @@ func checkInvariants(h *harness, p *state.Plan, before *state.Store, fail func(s
 		if d.JobVersion == job.Version && d.JobCreateIndex == job.CreateIndex {
 			dep = d
 			break
+		}
+	}
+	// A deployment is successful only with every group's HealthyAllocs at
+	// max(DesiredTotal, DesiredCanaries) or more (Nomad's rule).
+	wasSuccessful := map[string]bool{}
+	for _, d := range prior {
+		wasSuccessful[d.ID] = d.Status == state.DeploymentStatusSuccessful
+	}
+	for _, d := range h.deployments("web") {
+		if d.Status != state.DeploymentStatusSuccessful || wasSuccessful[d.ID] {
+			continue
+		}
+		for name, g := range d.TaskGroups {
+			if g.HealthyAllocs < max(g.DesiredTotal, g.DesiredCanaries) {
+				fail("deployment v%d successful with group %s at %d healthy, desired total %d canaries %d",
+					d.JobVersion, name, g.HealthyAllocs, g.DesiredTotal, g.DesiredCanaries)
+			}
 		}
 	}
 	alloc := func(id string) *state.Allocation { _, a, _ := h.store.Alloc(nil, id); return a }

@@ -28,7 +28,7 @@ type result struct {
 
 // reconciler computes one plan from one point-in-time state.
 type reconciler struct {
-	snap     *state.Store
+	snap     State
 	eval     *state.Evaluation
 	job      *state.Job
 	res      *result
@@ -79,7 +79,7 @@ type groupState struct {
 }
 
 // compute reconciles the evaluation's job with snap and returns the plan.
-func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now time.Time) (*result, error) {
+func compute(snap State, eval *state.Evaluation, usage UsageSource, now time.Time) (*result, error) {
 	ns, jobID := eval.Namespace, eval.JobID
 	_, job, err := snap.Job(nil, ns, jobID)
 	if err != nil {
@@ -95,7 +95,8 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now t
 	}
 	r := &reconciler{
 		snap: snap, eval: eval, job: job,
-		res:      &result{plan: &state.Plan{EvalID: eval.ID, Namespace: ns, JobID: jobID}, queued: map[string]int{}},
+		res: &result{plan: &state.Plan{EvalID: eval.ID, Namespace: ns, JobID: jobID,
+			Annotations: &state.PlanAnnotations{DesiredTGUpdates: map[string]*state.DesiredUpdates{}}}, queued: map[string]int{}},
 		versions: map[uint64]*state.Job{},
 		stopped:  map[string]bool{},
 		now:      now,
@@ -158,6 +159,7 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now t
 		}
 		groups = append(groups, gs)
 		r.res.queued[tg.Name] = 0
+		r.desired(tg.Name)
 		r.createFollowups(gs.later)
 	}
 	r.createDeployment(groups)
@@ -230,7 +232,21 @@ func (r *reconciler) stop(a *state.Allocation, desc, clientStatus string) {
 // addStop records the stop only (its resources were already released).
 func (r *reconciler) addStop(a *state.Allocation, desc, clientStatus string) {
 	r.stopped[a.ID] = true
+	if desc != allocUpdating { // a destructive update counts as such
+		r.desired(a.TaskGroup).Stop++
+	}
 	r.res.plan.Stops = append(r.res.plan.Stops, &state.AllocStop{AllocID: a.ID, DesiredDescription: desc, ClientStatus: clientStatus})
+}
+
+// desired is the group's entry in the plan's annotations.
+func (r *reconciler) desired(group string) *state.DesiredUpdates {
+	m := r.res.plan.Annotations.DesiredTGUpdates
+	d := m[group]
+	if d == nil {
+		d = &state.DesiredUpdates{}
+		m[group] = d
+	}
+	return d
 }
 
 // tainted says whether the allocation's node is gone, down or
@@ -446,11 +462,11 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 		if err != nil {
 			return nil, err
 		}
-		// An unchanged group is updated in place only where it may still
-		// run (the job's datacenters may have changed), as Nomad checks;
-		// a failed allocation kept by its reschedule policy has nothing
-		// running to update: the new version replaces it.
-		if old == nil || state.TaskGroupChanged(old, r.job, tg.Name) || !r.stillFits(a, tg) || a.ClientStatus == state.AllocClientStatusFailed {
+		// What a running task can take on is updated in place, and only
+		// where it may still run (the job's datacenters may have changed),
+		// as Nomad checks; a failed allocation kept by its reschedule
+		// policy has nothing running to update: the new version replaces it.
+		if old == nil || tasksUpdated(old, r.job, tg.Name).modified || !r.stillFits(a, tg) || a.ClientStatus == state.AllocClientStatusFailed {
 			gs.destructive = append(gs.destructive, a)
 		} else {
 			gs.inplace = append(gs.inplace, a)
