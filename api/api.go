@@ -24,6 +24,9 @@ type Config struct {
 	Address string
 	// Token is sent as X-Service-Token ("" for none: the anonymous token).
 	Token string
+	// NodeSecret, a node's secret (its registration's answer), is sent as
+	// NodeSecretHeader: a client agent's identity on the client protocol.
+	NodeSecret string
 	// HTTPClient sends the requests (default: a client with its own pooled
 	// transport). Many clients of one server should share one.
 	HTTPClient *http.Client
@@ -31,9 +34,10 @@ type Config struct {
 
 // Client talks to one ctlplane server.
 type Client struct {
-	base  *url.URL
-	token string
-	http  *http.Client
+	base       *url.URL
+	token      string
+	nodeSecret string
+	http       *http.Client
 }
 
 // NewClient returns a client for cfg.Address.
@@ -56,7 +60,22 @@ func NewClient(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	return &Client{base: u, token: cfg.Token, http: hc}, nil
+	return &Client{base: u, token: cfg.Token, nodeSecret: cfg.NodeSecret, http: hc}, nil
+}
+
+// AsNode is a copy of the client that presents a node's secret and no
+// ACL token (a node's calls after its registration).
+func (c *Client) AsNode(secret string) *Client {
+	return &Client{base: c.base, nodeSecret: secret, http: c.http}
+}
+
+// WithNodeSecret is a copy of the client that also presents a node's
+// secret (a re-registration: the token introduces a new node, the secret
+// proves an existing one).
+func (c *Client) WithNodeSecret(secret string) *Client {
+	out := *c
+	out.nodeSecret = secret
+	return &out
 }
 
 // Address is the server's base URL.
@@ -169,6 +188,9 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body io.
 	}
 	if c.token != "" {
 		req.Header.Set("X-Service-Token", c.token)
+	}
+	if c.nodeSecret != "" {
+		req.Header.Set(NodeSecretHeader, c.nodeSecret)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

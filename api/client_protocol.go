@@ -24,6 +24,10 @@ type NodeRegistration struct {
 // NodeRegisterResponse answers a registration.
 type NodeRegisterResponse struct {
 	NodeID string
+	// SecretID is the node's secret, answered once, at its first
+	// registration: the client keeps it and presents it on every later
+	// call (Config.NodeSecret, Client.AsNode).
+	SecretID string `json:",omitempty"`
 	// HeartbeatTTL (nanoseconds): heartbeat well within it (e.g. at half).
 	HeartbeatTTL time.Duration
 	Index        uint64

@@ -10,6 +10,9 @@ const (
 	NodeStatusInit  = "initializing"
 	NodeStatusReady = "ready"
 	NodeStatusDown  = "down"
+	// NodeStatusDisconnected: it missed its heartbeat while allocations
+	// on it may outlive that (max_client_disconnect).
+	NodeStatusDisconnected = "disconnected"
 
 	NodeSchedulingEligible   = "eligible"
 	NodeSchedulingIneligible = "ineligible"

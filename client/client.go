@@ -27,7 +27,8 @@ type Config struct {
 	// Servers are the servers' HTTP base URLs, tried in turn (with backoff
 	// and jitter) when one fails.
 	Servers []string
-	// Token is a token with node:write ("" when ACLs are off).
+	// Token is a token with node:write ("" when ACLs are off): it
+	// introduces a new node; the node's later calls present its secret.
 	Token string
 	// NodeID is the node's ID (a UUID); "" picks a new one.
 	NodeID     string
@@ -69,6 +70,10 @@ type Config struct {
 	// HTTPAdvertise is the address the servers reach that API at (default:
 	// the listener's, 127.0.0.1 when it listens on every interface).
 	HTTPAdvertise string
+	// GCInterval is how often the client asks the servers whether the
+	// finished allocations it keeps directories for were collected, and
+	// removes those that were (default 1 minute, Nomad's client gc_interval).
+	GCInterval time.Duration
 }
 
 // Client is one node agent.
@@ -78,6 +83,8 @@ type Client struct {
 	clock   Clock
 	servers []*api.Client
 	nodeID  string
+	// secret is the node's secret (identity.go); guarded by mu.
+	secret string
 	// httpAddr is the address of the client's own API ("" when none).
 	httpAddr string
 
@@ -87,9 +94,11 @@ type Client struct {
 	closed   bool
 	cur      int          // index of the server in use
 	failures atomic.Int32 // consecutive failures, for the backoff
-	ttl      time.Duration
-	hbTimer  *time.Timer
-	runners  map[string]*allocRunner
+	// partitioned: cut off from the servers (SetPartitioned).
+	partitioned atomic.Bool
+	ttl         time.Duration
+	hbTimer     *time.Timer
+	runners     map[string]*allocRunner
 	// pending status reports by allocation, sent by flush.
 	pending    map[string]*api.AllocClientUpdate
 	flushTimer *time.Timer
@@ -100,6 +109,9 @@ type Client struct {
 	procs sync.WaitGroup
 	// saved is the state of a previous run, restored by Run.
 	saved *savedState
+	// gcDirs are allocations with a directory and no runner (finished,
+	// no longer listed): removed once the servers no longer know them.
+	gcDirs map[string]bool
 	// State saves: saveSeq numbers snapshots; savedSeq is the last written.
 	saveSeq  uint64
 	saveMu   sync.Mutex
@@ -133,13 +145,20 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("client: at least one server address is needed")
 	}
 	var saved *savedState
+	var secret string
 	if cfg.DataDir != "" {
+		if err := prepareDataDir(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
 		var err error
 		if saved, err = loadState(cfg.DataDir); err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}
 		if saved != nil && cfg.NodeID == "" {
 			cfg.NodeID = saved.NodeID
+		}
+		if secret, err = loadSecret(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
 		}
 	}
 	if cfg.NodeID == "" {
@@ -169,6 +188,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.FlushSize <= 0 {
 		cfg.FlushSize = 100
 	}
+	if cfg.GCInterval <= 0 {
+		cfg.GCInterval = time.Minute
+	}
 	if cfg.RawExec && cfg.DataDir == "" {
 		return nil, errors.New("client: raw_exec needs a data directory")
 	}
@@ -183,9 +205,9 @@ func New(cfg Config) (*Client, error) {
 		clock = realClock{now: cfg.Now}
 	}
 	c := &Client{
-		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID,
+		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID, secret: secret,
 		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
-		registered: make(chan struct{}), ctx: context.Background(), saved: saved,
+		registered: make(chan struct{}), ctx: context.Background(), saved: saved, gcDirs: map[string]bool{},
 	}
 	for _, addr := range cfg.Servers {
 		ac, err := api.NewClient(api.Config{Address: addr, Token: cfg.Token, HTTPClient: cfg.HTTPClient})
@@ -226,6 +248,10 @@ func (c *Client) Run(ctx context.Context) error {
 	if c.cfg.RawExec {
 		go c.rotateLoop(ctx)
 	}
+	if c.cfg.DataDir != "" {
+		c.findOrphanDirs()
+		go c.gcLoop(ctx)
+	}
 	if err := c.register(ctx); err != nil {
 		return err
 	}
@@ -235,7 +261,7 @@ func (c *Client) Run(ctx context.Context) error {
 	var index, since uint64
 	for ctx.Err() == nil {
 		srv := c.server()
-		allocs, meta, err := srv.NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute}, since)
+		allocs, meta, err := c.asNode(srv).NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute}, since)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -292,11 +318,17 @@ func (c *Client) register(ctx context.Context) error {
 	reg := &api.NodeRegistration{
 		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: c.drivers(), HTTPAddr: c.httpAddr,
 		Resources: c.cfg.Resources, Meta: c.cfg.Meta,
-		Attributes: map[string]string{"driver.mock_driver": "1", "kernel.name": "simulated"},
+		Attributes: c.attributes(),
 	}
 	for {
 		srv := c.server()
-		resp, err := srv.RegisterNode(ctx, reg)
+		// The token introduces a new node; the secret proves an existing one.
+		resp, err := srv.WithNodeSecret(c.NodeSecret()).RegisterNode(ctx, reg)
+		if err == nil && resp.SecretID != "" {
+			if err := c.setSecret(resp.SecretID); err != nil {
+				return err
+			}
+		}
 		if err == nil {
 			c.succeeded()
 			c.mu.Lock()
@@ -348,8 +380,14 @@ func (c *Client) heartbeat() {
 	if closed || ctx.Err() != nil {
 		return
 	}
+	if c.partitioned.Load() {
+		c.mu.Lock()
+		c.armHeartbeatLocked(heartbeatInterval(c.ttl))
+		c.mu.Unlock()
+		return
+	}
 	srv := c.server()
-	resp, err := srv.Heartbeat(ctx, c.nodeID)
+	resp, err := c.asNode(srv).Heartbeat(ctx, c.nodeID)
 	switch {
 	case err == nil:
 		c.succeeded()
@@ -461,10 +499,10 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) bool {
 	// still runs of it, and forget it once every task is dead.
 	for id, ar := range c.runners {
 		if !seen[id] {
+			ar.unlisted = true
 			ar.stop()
 			if ar.finished() {
-				ar.destroy()
-				delete(c.runners, id)
+				c.forgetLocked(ar)
 			}
 		}
 	}
@@ -499,7 +537,7 @@ func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 func (c *Client) flush() {
 	c.mu.Lock()
 	c.flushTimer = nil
-	if c.closed || c.flushing || len(c.pending) == 0 {
+	if c.closed || c.flushing || len(c.pending) == 0 || c.partitioned.Load() {
 		c.mu.Unlock()
 		return
 	}
@@ -518,9 +556,10 @@ func (c *Client) flush() {
 	save()
 
 	srv := c.server()
-	_, err := srv.UpdateAllocations(ctx, c.nodeID, batch)
+	_, err := c.asNode(srv).UpdateAllocations(ctx, c.nodeID, batch)
 	var apiErr *api.Error
-	refused := errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusRequestEntityTooLarge)
+	refused := errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusRequestEntityTooLarge ||
+		apiErr.StatusCode == http.StatusForbidden || apiErr.StatusCode == http.StatusConflict)
 	if err != nil && !refused {
 		c.failed(srv, err)
 	} else if err == nil {

@@ -12,13 +12,12 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/http/webguard"
 	"github.com/google/uuid"
 )
 
 // The client's own HTTP API: task logs (GET /v1/client/fs/logs/:alloc_id),
-// which the servers forward here. A request's token is checked with the
-// servers: it needs node:read (the node's read) and read-job in the
-// allocation's namespace (the servers' logs endpoint also checks read-logs).
+// which the servers read here with a grant (authorizeLogs).
 
 // serveHTTP listens on cfg.HTTPAddr and serves until the returned stop.
 func (c *Client) serveHTTP() (func(), error) {
@@ -39,7 +38,8 @@ func (c *Client) serveHTTP() (func(), error) {
 	c.mu.Unlock()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/client/fs/logs/{alloc_id}", c.handleLogs)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// No DNS rebinding of a loopback listener (webguard), as the servers'.
+	srv := &http.Server{Handler: webguard.Wrap(mux, webguard.LoopbackAddrs(ln.Addr())), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	c.logger.Info("client HTTP API listening", "address", c.httpAddr)
 	return func() {
@@ -88,12 +88,13 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request) {
 		plainError(w, http.StatusBadRequest, "Invalid allocation ID %q: a 36-character UUID is required", allocID)
 		return
 	}
+	allocID = strings.ToLower(allocID) // as the servers sign it
 	lr, err := parseLogQuery(r)
 	if err != nil {
 		plainError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if code, err := c.authorizeLogs(r.Context(), requestToken(r), allocID); err != nil {
+	if code, err := c.authorizeLogs(r.Context(), r, allocID, lr); err != nil {
 		plainError(w, code, "%v", err)
 		return
 	}
@@ -176,34 +177,44 @@ func parseLogQuery(r *http.Request) (logRequest, error) {
 	return lr, nil
 }
 
-// authorizeLogs checks the caller's token with the servers: it must read
-// this node and the allocation. It answers the status to refuse with.
-func (c *Client) authorizeLogs(ctx context.Context, token, allocID string) (int, error) {
-	ac, err := api.NewClient(api.Config{Address: c.server().Address(), Token: token, HTTPClient: c.cfg.HTTPClient})
-	if err != nil {
-		return http.StatusInternalServerError, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	check := func(err error) (int, error) {
-		var apiErr *api.Error
-		if errors.As(err, &apiErr) {
-			if apiErr.StatusCode == http.StatusNotFound {
-				return http.StatusNotFound, fmt.Errorf("allocation %s not found", allocID)
-			}
-			return apiErr.StatusCode, errors.New(apiErr.Message)
+// authorizeLogs checks a request for a task stream: a grant the servers
+// minted under this node's secret for that allocation, task and stream
+// (what the servers' logs proxy sends), or else an ACL token, for which
+// the servers are asked a grant (they check node:read and read-logs in
+// the allocation's namespace), verified the same way. Neither: 403. It
+// answers the status to refuse with.
+func (c *Client) authorizeLogs(ctx context.Context, r *http.Request, allocID string, lr logRequest) (int, error) {
+	secret := c.NodeSecret()
+	grant := r.Header.Get(api.LogsGrantHeader)
+	if grant == "" {
+		token := requestToken(r)
+		if token == "" {
+			return http.StatusForbidden, errors.New("Permission denied: a logs grant or an ACL token with read-logs is required")
 		}
-		return http.StatusServiceUnavailable, fmt.Errorf("cannot check the token with the servers: %v", err)
+		ac, err := api.NewClient(api.Config{Address: c.server().Address(), Token: token, HTTPClient: c.cfg.HTTPClient})
+		if err != nil {
+			return http.StatusInternalServerError, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		resp, err := ac.LogsGrant(ctx, allocID, lr.task, lr.stream)
+		if err != nil {
+			var apiErr *api.Error
+			if errors.As(err, &apiErr) {
+				if apiErr.StatusCode == http.StatusNotFound {
+					return http.StatusNotFound, fmt.Errorf("allocation %s not found", allocID)
+				}
+				return apiErr.StatusCode, errors.New(apiErr.Message)
+			}
+			return http.StatusServiceUnavailable, errors.New("cannot check the token with the servers")
+		}
+		if resp.NodeID != c.nodeID {
+			return http.StatusNotFound, fmt.Errorf("allocation %s is not on this node", allocID)
+		}
+		grant = resp.Grant
 	}
-	if _, _, err := ac.Node(ctx, c.nodeID, &api.QueryOptions{AllowStale: true}); err != nil {
-		return check(err)
-	}
-	a, _, err := ac.Allocation(ctx, allocID, &api.QueryOptions{AllowStale: true})
-	if err != nil {
-		return check(err)
-	}
-	if a.NodeID != c.nodeID {
-		return http.StatusNotFound, fmt.Errorf("allocation %s is not on this node", allocID)
+	if err := api.VerifyLogsGrant(secret, grant, allocID, lr.task, lr.stream, time.Now()); err != nil {
+		return http.StatusForbidden, fmt.Errorf("Permission denied: %v", err)
 	}
 	return 0, nil
 }

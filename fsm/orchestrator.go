@@ -37,6 +37,9 @@ type Indexed struct {
 type JobRegisterRequest struct {
 	Job  *state.Job
 	Eval *state.Evaluation
+	// NamespaceMustExist refuses a job in a namespace that does not exist
+	// (Nomad's rule; entries from before namespaces have it false).
+	NamespaceMustExist bool
 }
 
 // JobPurgeRequest removes a job and its versions.
@@ -104,6 +107,9 @@ type GCRequest struct {
 // The orchestrator's commands.
 var (
 	JobRegister = define(JobRegisterType, "job register", func(s *state.Store, idx uint64, r *JobRegisterRequest) (*state.JobRegisterResult, error) {
+		if r.NamespaceMustExist {
+			return s.JobRegisterInNamespace(idx, r.Job, r.Eval)
+		}
 		return s.JobRegister(idx, r.Job, r.Eval)
 	})
 	JobPurge = define(JobPurgeType, "job purge", func(s *state.Store, idx uint64, r *JobPurgeRequest) (Indexed, error) {

@@ -1,68 +1,267 @@
 package http
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
-	"net/http/httputil"
-	"strings"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
 
-	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/gorilla/mux"
 )
 
 // Task logs, as Nomad's GET /v1/client/fs/logs/:alloc_id (plain text, as
-// its -plain output): the servers check node:read and read-logs in the
-// allocation's namespace, then forward the request to the client of the
-// allocation's node, which streams the file (client/http.go).
+// its -plain output). The node service checks node:read and read-logs in
+// the allocation's namespace and mints a grant for that allocation, task
+// and stream under the node's secret; this server then calls the node's
+// own API itself, with that grant and nothing of the caller's request (no
+// token, cookie or other header leaves the server). A client's logs
+// endpoint verifies the grant (client/http.go); callers that go to a
+// client directly get one from GET /v1/client/fs/logs-grant/:alloc_id.
 func (h *Handler) registerClientFS() {
 	h.handle("/v1/client/fs/logs/{alloc_id}", methods{{http.MethodGet, h.clientLogs}})
+	h.handle("/v1/client/fs/logs-grant/{alloc_id}", methods{{http.MethodGet, h.clientLogsGrant}})
+}
+
+// Timeouts of a call to a node: to connect, and for its answer's headers
+// (a followed stream then lasts as long as the caller stays).
+const (
+	nodeDialTimeout   = 5 * time.Second
+	nodeHeaderTimeout = 15 * time.Second
+)
+
+// logsGrant authorizes the request and mints its grant.
+func (h *Handler) logsGrant(r *http.Request) (*nodes.LogsTarget, string, string, error) {
+	caller, err := h.nodeCaller(r, true)
+	if err != nil {
+		return nil, "", "", err
+	}
+	svc, err := h.nodeService()
+	if err != nil {
+		return nil, "", "", err
+	}
+	q := r.URL.Query()
+	task, stream := q.Get("task"), q.Get("type")
+	t, err := svc.LogsGrant(caller, mux.Vars(r)["alloc_id"], task, stream)
+	return t, task, stream, err
+}
+
+func (h *Handler) clientLogsGrant(w http.ResponseWriter, r *http.Request) (any, error) {
+	t, _, _, err := h.logsGrant(r)
+	if err != nil {
+		return nil, err
+	}
+	if t.Grant == "" {
+		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s of allocation %s is gone or has no secret: it cannot check a grant", t.NodeID, t.AllocID)}
+	}
+	return &api.LogsGrantResponse{Grant: t.Grant, NodeID: t.NodeID, Expires: t.Expires}, nil
+}
+
+// logsQuery is the node's query: the caller's known parameters, checked.
+func logsQuery(r *http.Request, task, stream string) (string, error) {
+	in := r.URL.Query()
+	out := url.Values{"task": {task}, "type": {stream}}
+	if v := in.Get("follow"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "", badRequest("failed to parse follow %q as a bool", v)
+		}
+		out.Set("follow", strconv.FormatBool(b))
+	}
+	if v := in.Get("offset"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return "", badRequest("invalid offset %q: a non-negative integer is needed", v)
+		}
+		out.Set("offset", strconv.FormatInt(n, 10))
+	}
+	switch o := in.Get("origin"); o {
+	case "":
+	case "start", "end":
+		out.Set("origin", o)
+	default:
+		return "", badRequest("invalid origin %q: must be start or end", o)
+	}
+	return out.Encode(), nil
 }
 
 func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error) {
-	id, err := h.nodeIdentify(r)
+	t, task, stream, err := h.logsGrant(r)
 	if err != nil {
 		return nil, err
 	}
-	if !id.authz.NodeRead() {
-		return nil, errNodeDenied
-	}
-	allocID := mux.Vars(r)["alloc_id"]
-	if !isUUID(allocID) {
-		return nil, badRequest("Invalid allocation ID %q: a 36-character UUID is required", allocID)
-	}
-	allocID = strings.ToLower(allocID)
-	_, a, err := h.backend.State().Alloc(nil, allocID)
+	query, err := logsQuery(r, task, stream)
 	if err != nil {
 		return nil, err
 	}
-	if a == nil {
-		return nil, notFound(fmt.Sprintf("Unknown allocation %q", allocID))
+	if t.Grant == "" || t.HTTPAddr == "" {
+		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s of allocation %s serves no logs: it is gone or registered no HTTP address", t.NodeID, t.AllocID)}
 	}
-	if !id.authz.NamespaceCapability(a.Namespace, acl.CapReadLogs) {
-		return nil, errNodeDenied
+	if _, port, err := net.SplitHostPort(t.HTTPAddr); err != nil || port == "" {
+		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s registered an invalid HTTP address", t.NodeName)}
 	}
-	_, node, err := h.backend.State().Node(nil, a.NodeID)
+	guard := h.serverAddrGuard()
+	tr := &http.Transport{
+		Proxy: nil, // straight to the node, never through an environment proxy
+		DialContext: (&net.Dialer{Timeout: nodeDialTimeout, Control: func(_, address string, _ syscall.RawConn) error {
+			return guard.check(address)
+		}}).DialContext,
+		ResponseHeaderTimeout:  nodeHeaderTimeout,
+		DisableKeepAlives:      true,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	defer tr.CloseIdleConnections()
+	u := &url.URL{Scheme: "http", Host: t.HTTPAddr, Path: "/v1/client/fs/logs/" + t.AllocID, RawQuery: query}
+	out, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, err
+		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s registered an invalid HTTP address", t.NodeName)}
 	}
-	if node == nil || node.HTTPAddr == "" {
-		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s of allocation %s serves no logs: it registered no HTTP address", a.NodeID, allocID)}
+	// The request is built here: only the grant goes, never a header of the caller's.
+	out.Header = http.Header{api.LogsGrantHeader: {t.Grant}, "User-Agent": {"ctlplane-server"}}
+	resp, err := tr.RoundTrip(out)
+	if err != nil {
+		if errors.Is(err, errServerAddr) {
+			return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("refusing to call node %s: its HTTP address is one of the servers' own", t.NodeName)}
+		}
+		if r.Context().Err() != nil {
+			return nil, r.Context().Err()
+		}
+		// The dial error is not quoted: it would make this a port scanner.
+		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("failed to reach node %s", t.NodeName)}
 	}
-	target := node.HTTPAddr
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = "http"
-			pr.Out.URL.Host = target
-			pr.Out.URL.Path = "/v1/client/fs/logs/" + allocID
-			pr.Out.URL.RawPath = ""
-			pr.Out.Host = target
-		},
-		// Streams (follow) reach the caller as they are written.
-		FlushInterval: -1,
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			writeError(w, http.StatusBadGateway, fmt.Sprintf("failed to reach node %s at %s: %v", node.Name, target, err))
-		},
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, notFound(fmt.Sprintf("task %q of allocation %s not found on node %s", task, t.AllocID, t.NodeName))
+	case resp.StatusCode != http.StatusOK:
+		// The node's body is not quoted (the node is not trusted with the caller's screen).
+		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s answered %d to the logs request", t.NodeName, resp.StatusCode)}
 	}
-	proxy.ServeHTTP(w, r)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w) // unwraps the middleware's writers
+	_ = rc.Flush()
+	copyFlushing(w, rc, resp.Body)
 	return written, nil
+}
+
+// copyFlushing streams body to w, flushing each read (a followed stream
+// reaches the caller as it is written).
+func copyFlushing(w io.Writer, rc *http.ResponseController, body io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+var errServerAddr = errors.New("the address is one of the servers' own")
+
+// serverAddrs is what a backend that listens tells about its addresses.
+type serverAddrs interface {
+	HTTPAddr() string
+	HTTPSAddr() string
+	RaftAddr() string
+}
+
+// addrGuard refuses dials to the servers' own listeners: this server's
+// HTTP, HTTPS and Raft addresses and every known server's HTTP and Raft
+// addresses. A listener on an unspecified address (0.0.0.0, ::) covers
+// its port on loopback and every local interface address.
+type addrGuard struct {
+	exact map[string]bool // "ip:port"
+	local map[string]bool // ports of listeners on every interface
+	loop  map[string]bool // ports of loopback listeners: every loopback address counts (127.0.0.1 or ::1 first)
+	ips   map[string]bool // this machine's addresses
+}
+
+func (h *Handler) serverAddrGuard() *addrGuard {
+	g := &addrGuard{exact: map[string]bool{}, local: map[string]bool{}, loop: map[string]bool{}, ips: map[string]bool{}}
+	var addrs []string
+	if sa, ok := h.backend.(serverAddrs); ok {
+		addrs = append(addrs, sa.HTTPAddr(), sa.HTTPSAddr(), sa.RaftAddr())
+	}
+	if _, servers, err := h.backend.State().Servers(nil); err == nil {
+		for _, s := range servers {
+			addrs = append(addrs, s.HTTPAddr, s.RaftAddr)
+		}
+	}
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			continue
+		}
+		ip := net.ParseIP(host)
+		switch {
+		case host == "" || (ip != nil && ip.IsUnspecified()):
+			g.local[port] = true
+		case ip != nil && ip.IsLoopback():
+			g.loop[port] = true
+		case ip != nil:
+			g.exact[net.JoinHostPort(ip.String(), port)] = true
+		default:
+			// A name (e.g. localhost): its addresses now.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ips, _ := net.DefaultResolver.LookupIPAddr(ctx, host)
+			cancel()
+			for _, x := range ips {
+				if x.IP.IsLoopback() {
+					g.loop[port] = true
+				} else {
+					g.exact[net.JoinHostPort(x.IP.String(), port)] = true
+				}
+			}
+		}
+	}
+	if len(g.local) > 0 {
+		if ifaddrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range ifaddrs {
+				if n, ok := a.(*net.IPNet); ok {
+					g.ips[n.IP.String()] = true
+				}
+			}
+		}
+	}
+	return g
+}
+
+// check is the dialer's Control: address is the resolved "ip:port".
+func (g *addrGuard) check(address string) error {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return fmt.Errorf("unexpected dial address %q", address)
+	}
+	if g.exact[net.JoinHostPort(ip.String(), port)] {
+		return errServerAddr
+	}
+	if g.loop[port] && ip.IsLoopback() {
+		return errServerAddr
+	}
+	if g.local[port] && (ip.IsLoopback() || ip.IsUnspecified() || g.ips[ip.String()]) {
+		return errServerAddr
+	}
+	return nil
 }

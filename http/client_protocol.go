@@ -3,16 +3,22 @@ package http
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
 )
 
 // The client protocol (design §6b): how client nodes register, heartbeat,
-// learn their allocations and report on them. Every call needs a token
-// with node:write.
+// learn their allocations and report on them. A node's identity is its
+// secret (api.NodeSecretHeader), minted at its first registration; the
+// node service (server/nodes) checks every call against it: registering a
+// new node needs node:write (an introduction token), re-registering one
+// its secret, and the other calls are the node's own, on its own
+// allocations. Here the caller is only resolved.
 
 // Caps on a registration (design §9: inputs are bounded, 400 naming the field).
 const (
@@ -45,16 +51,18 @@ func (h *Handler) nodeIdentify(r *http.Request) (*identity, error) {
 	return id, err
 }
 
-// nodeWriter checks that the request may act as a client node.
-func (h *Handler) nodeWriter(r *http.Request) error {
-	id, err := h.nodeIdentify(r)
-	if err != nil {
-		return err
+// nodeCaller resolves the caller for the node service: its node secret
+// and, when withACL, its ACL token (an unknown secret is refused here).
+func (h *Handler) nodeCaller(r *http.Request, withACL bool) (nodes.Caller, error) {
+	c := nodes.Caller{NodeSecret: strings.TrimSpace(r.Header.Get(api.NodeSecretHeader))}
+	if withACL {
+		id, err := h.nodeIdentify(r)
+		if err != nil {
+			return c, err
+		}
+		c.ACL = id.authz
 	}
-	if !id.authz.NodeWrite() {
-		return errNodeDenied
-	}
-	return nil
+	return c, nil
 }
 
 // nodeService is the node service, checked for once the request is valid.
@@ -108,7 +116,8 @@ type allocUpdateRequest struct {
 }
 
 func (h *Handler) clientRegister(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := h.nodeWriter(r); err != nil {
+	caller, err := h.nodeCaller(r, true)
+	if err != nil {
 		return nil, err
 	}
 	var reg nodeRegistration
@@ -135,9 +144,6 @@ func (h *Handler) clientRegister(w http.ResponseWriter, r *http.Request) (any, e
 	if len(reg.HTTPAddr) > maxNodeKeyLen {
 		return nil, badRequest("HTTPAddr is longer than %d bytes", maxNodeKeyLen)
 	}
-	if reg.Resources.CPU < 0 || reg.Resources.MemoryMB < 0 {
-		return nil, badRequest("Resources must not be negative")
-	}
 	node := &state.Node{
 		ID: reg.ID, Name: reg.Name, Datacenter: reg.Datacenter, HTTPAddr: reg.HTTPAddr,
 		Drivers: reg.Drivers, Resources: reg.Resources, Attributes: reg.Attributes, Meta: reg.Meta,
@@ -146,18 +152,19 @@ func (h *Handler) clientRegister(w http.ResponseWriter, r *http.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	nodeID, ttl, index, err := nodes.Register(node)
+	res, err := nodes.Register(caller, node)
 	if err != nil {
 		return nil, err
 	}
-	return &api.NodeRegisterResponse{NodeID: nodeID, HeartbeatTTL: ttl, Index: index}, nil
+	return &api.NodeRegisterResponse{NodeID: res.NodeID, SecretID: res.SecretID, HeartbeatTTL: res.HeartbeatTTL, Index: res.Index}, nil
 }
 
 func (h *Handler) clientHeartbeat(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := h.nodeWriter(r); err != nil {
+	nodeID, err := nodeIDVar(r)
+	if err != nil {
 		return nil, err
 	}
-	nodeID, err := nodeIDVar(r)
+	caller, err := h.nodeCaller(r, false)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +172,7 @@ func (h *Handler) clientHeartbeat(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	ttl, index, err := nodes.Heartbeat(nodeID)
+	ttl, index, err := nodes.Heartbeat(caller, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -173,10 +180,11 @@ func (h *Handler) clientHeartbeat(w http.ResponseWriter, r *http.Request) (any, 
 }
 
 func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := h.nodeWriter(r); err != nil {
+	nodeID, err := nodeIDVar(r)
+	if err != nil {
 		return nil, err
 	}
-	nodeID, err := nodeIDVar(r)
+	caller, err := h.nodeCaller(r, false)
 	if err != nil {
 		return nil, err
 	}
@@ -194,15 +202,19 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
+	// The caller is checked before any wait.
+	if _, err := nodes.AllocsIndexForNode(caller, nil, nodeID); err != nil {
+		return nil, err
+	}
 	// Wait on the index alone (a node's own reports wake it without moving
 	// the index), then build the answer once.
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, _ *state.Store) (uint64, error) {
-		return nodes.AllocsIndexForNode(ws, nodeID)
+		return nodes.AllocsIndexForNode(caller, ws, nodeID)
 	})
 	if err != nil {
 		return nil, err
 	}
-	idx, out, err := nodes.AllocsForNode(nil, nodeID)
+	idx, out, err := nodes.AllocsForNode(caller, nil, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +230,8 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 }
 
 func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := h.nodeWriter(r); err != nil {
+	caller, err := h.nodeCaller(r, false)
+	if err != nil {
 		return nil, err
 	}
 	var req allocUpdateRequest
@@ -232,7 +245,7 @@ func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (an
 	if err != nil {
 		return nil, err
 	}
-	index, err := nodes.UpdateAllocs(req.NodeID, req.Allocs)
+	index, err := nodes.UpdateAllocs(caller, req.NodeID, req.Allocs)
 	if err != nil {
 		return nil, err
 	}

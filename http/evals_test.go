@@ -14,6 +14,7 @@ import (
 func TestEvalEndpoints(t *testing.T) {
 	ts := startJobs(t)
 	a := mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("a", 1, ""))
+	mkNamespace(t, ts, "other")
 	b := mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("b", 1, `,"Namespace":"other"`))
 
 	var one api.Evaluation

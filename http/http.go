@@ -113,8 +113,10 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerDeployments()
 	h.registerNodes()
 	h.registerJobs()
+	h.registerJobPlan()
 	h.registerClientFS()
 	h.registerSystem()
+	h.registerNomadCLI()
 	return h
 }
 

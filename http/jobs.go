@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs/jobdiff"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
@@ -122,7 +123,7 @@ func (h *Handler) jobRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	return job, nil
 }
 
-// jobListStub is a list entry, as Nomad's JobListStub (no JobSummary).
+// jobListStub is a list entry, as Nomad's JobListStub.
 type jobListStub struct {
 	ID                string
 	ParentID          string
@@ -136,6 +137,7 @@ type jobListStub struct {
 	Stop              bool
 	Status            string
 	StatusDescription string
+	JobSummary        *state.JobSummary
 	Version           uint64
 	CreateIndex       uint64
 	ModifyIndex       uint64
@@ -168,6 +170,14 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var out []*jobListStub
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, all, err := s.Jobs(ws, ns, prefix)
+		if err != nil {
+			return 0, err
+		}
+		sumIdx, sums, err := s.JobSummaries(ws, all)
+		if err != nil {
+			return 0, err
+		}
+		idx = max(idx, sumIdx)
 		out = make([]*jobListStub, 0, len(all))
 		for _, j := range all {
 			// With "*", only the namespaces the token may read.
@@ -179,13 +189,14 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 				Priority: j.Priority, Stop: j.Stop, Status: j.Status, StatusDescription: j.StatusDescription,
 				Version: j.Version, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
 				JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime,
+				JobSummary: sums[[2]string{j.Namespace, j.ID}],
 			}
 			if withMeta {
 				stub.Meta = j.Meta
 			}
 			out = append(out, stub)
 		}
-		return idx, err
+		return idx, nil
 	})
 	if err != nil {
 		return nil, err
@@ -412,12 +423,13 @@ func (h *Handler) jobRevert(w http.ResponseWriter, r *http.Request) (any, error)
 }
 
 func (h *Handler) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := queryBool(r.URL.Query().Get("diffs"), "diffs"); err != nil {
+	withDiffs, err := queryBool(r.URL.Query().Get("diffs"), "diffs")
+	if err != nil {
 		return nil, err
 	}
 	jobID := mux.Vars(r)["job"]
 	var versions []*state.Job
-	err := h.jobReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
+	err = h.jobReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
 		idx, v, err := s.JobVersions(ws, ns, jobID)
 		versions = v
 		return idx, err
@@ -428,11 +440,14 @@ func (h *Handler) jobVersions(w http.ResponseWriter, r *http.Request) (any, erro
 	if len(versions) == 0 {
 		return nil, notFound("job versions not found")
 	}
-	// Diffs are not computed: Nomad's field is there, null.
+	diffs, err := versionDiffs(versions, withDiffs)
+	if err != nil {
+		return nil, err
+	}
 	return &struct {
 		Versions []*state.Job
-		Diffs    []any
-	}{versions, nil}, nil
+		Diffs    []*jobdiff.JobDiff
+	}{versions, diffs}, nil
 }
 
 func (h *Handler) jobDeployments(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -45,6 +45,7 @@ func jobsMatrixRows() []acxEndpoint {
 			acxEndpoint{method: m, path: "/v1/job/web", body: batch, need: needNSSubmitJob, ok: invalid},
 			acxEndpoint{method: m, path: "/v1/job/web/stable", body: `{"JobVersion":0,"Stable":true}`, need: needNSSubmitJob, ok: jobNotFound},
 			acxEndpoint{method: m, path: "/v1/job/web/revert", body: `{"JobVersion":0}`, need: needNSSubmitJob, ok: jobNotFound},
+			acxEndpoint{method: m, path: "/v1/job/web/plan", body: batch, need: needNSSubmitJob, ok: invalid},
 		)
 	}
 	return rows
@@ -64,6 +65,7 @@ func TestJobACL(t *testing.T) {
 	scale := s.tokenWithRules(t, "scale", `namespace "default" { policy = "scale" }`, "").SecretID
 
 	reg := mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 1, ""), "X-Nomad-Token", mgmt)
+	mkNamespace(t, ts, "team-a", "X-Nomad-Token", mgmt)
 	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 1, `,"Namespace":"team-a"`), "X-Nomad-Token", mgmt)
 	evalPath := "/v1/evaluation/" + reg.EvalID
 

@@ -11,6 +11,7 @@ import (
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/agent"
 	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/namespaces"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
@@ -53,7 +54,7 @@ func startJobs(t *testing.T, opts ...servertest.Option) *servertest.TestServer {
 func withJobs(t *testing.T, ts *servertest.TestServer) *servertest.TestServer {
 	t.Helper()
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(deps)}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(deps), Namespaces: namespaces.New(deps)}))
 	t.Cleanup(hs.Close)
 	return &servertest.TestServer{Agent: ts.Agent, Config: ts.Config, URL: hs.URL}
 }

@@ -65,7 +65,7 @@ func (h *Handler) nodeList(w http.ResponseWriter, r *http.Request) (any, error) 
 		out := []*state.Node{}
 		for _, n := range nodes {
 			if strings.HasPrefix(n.ID, prefix) {
-				out = append(out, n)
+				out = append(out, publicNode(n))
 			}
 		}
 		return idx, out, err
@@ -89,7 +89,15 @@ func (h *Handler) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) 
 	if node == nil {
 		return nil, notFound("node not found")
 	}
-	return node, nil
+	return publicNode(node), nil
+}
+
+// publicNode is a node as reads answer it: without its secret (as Nomad
+// sanitizes Node.SecretID).
+func publicNode(n *state.Node) *state.Node {
+	c := *n
+	c.SecretID = ""
+	return &c
 }
 
 func (h *Handler) nodeAllocs(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -177,9 +185,9 @@ func (h *Handler) allocRead(w http.ResponseWriter, r *http.Request) (any, error)
 		return nil, err
 	}
 	caller := id.caller()
-	var alloc *state.Allocation
+	var alloc *allocDetail
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, a, err := s.Alloc(ws, allocID)
+		idx, a, err := readAllocDetail(ws, s, allocID)
 		if err == nil && a != nil {
 			// Before any wait, and without index headers on a refusal.
 			err = caller.RequireNamespace(a.Namespace, acl.CapReadJob)

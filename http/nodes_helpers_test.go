@@ -49,10 +49,15 @@ type ntEnv struct {
 
 func ntStart(t *testing.T, ttl time.Duration, opts ...servertest.Option) *ntEnv {
 	t.Helper()
+	return ntStartWith(t, nodes.Config{HeartbeatTTL: ttl}, opts...)
+}
+
+func ntStartWith(t *testing.T, cfg nodes.Config, opts ...servertest.Option) *ntEnv {
+	t.Helper()
 	ts := servertest.Start(t, opts...)
 	clock := &ntClock{now: time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)}
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: clock.Now, Logger: hclog.NewNullLogger()}
-	s := nodes.New(deps, nodes.Config{HeartbeatTTL: ttl})
+	s := nodes.New(deps, cfg)
 	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: s}))
 	t.Cleanup(hs.Close)
 	// A TestServer value whose Do goes to our handler.
@@ -168,4 +173,24 @@ func ntEvals(t *testing.T, ts *servertest.TestServer, jobID, trigger string) []*
 		}
 	}
 	return out
+}
+
+// ntNodeClient is a client presenting a node's secret, as a client agent does.
+type ntNodeClient struct {
+	*api.Client
+	secret string
+}
+
+// ntRegister registers a new node with c (whose token introduces it) and
+// returns a client that acts as that node.
+func ntRegister(t *testing.T, c *api.Client, reg *api.NodeRegistration) *ntNodeClient {
+	t.Helper()
+	resp, err := c.RegisterNode(context.Background(), reg)
+	if err != nil {
+		t.Fatalf("register %s: %v", reg.Name, err)
+	}
+	if resp.SecretID == "" {
+		t.Fatalf("register %s answered no secret: %+v", reg.Name, resp)
+	}
+	return &ntNodeClient{Client: c.AsNode(resp.SecretID), secret: resp.SecretID}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -45,8 +46,15 @@ func TestNodeRegisterHeartbeatAndTTLExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.NodeID != reg.ID || resp.HeartbeatTTL != 300*time.Millisecond || resp.Index == 0 {
+	if resp.NodeID != reg.ID || resp.HeartbeatTTL != 300*time.Millisecond || resp.Index == 0 || len(resp.SecretID) != 36 {
 		t.Fatalf("register answered %+v", resp)
+	}
+	nc := c.AsNode(resp.SecretID)
+	// Reads never answer the secret.
+	for _, path := range []string{"/v1/node/" + reg.ID, "/v1/nodes"} {
+		if body := env.srv.Do(t, "GET", path, "").Body; strings.Contains(body, resp.SecretID) || !strings.Contains(body, reg.ID) {
+			t.Errorf("GET %s: %s", path, body)
+		}
 	}
 	n, meta, err := c.Node(ctx, reg.ID, nil)
 	if err != nil {
@@ -60,22 +68,30 @@ func TestNodeRegisterHeartbeatAndTTLExpiry(t *testing.T) {
 		t.Errorf("read index %d, register index %d", meta.LastIndex, resp.Index)
 	}
 
-	// Re-registering by name alone finds the same node, keeping its CreateIndex.
+	// Re-registering by name alone finds the same node, keeping its
+	// CreateIndex: with the node's secret, which is not answered again.
 	again := ntNode("node-a")
 	again.ID = ""
-	resp2, err := c.RegisterNode(ctx, again)
+	// ACLs are off here: without the secret it is still refused.
+	_, err = c.RegisterNode(ctx, again)
+	var denied *api.Error
+	if !errors.As(err, &denied) || denied.StatusCode != 403 || denied.Message != "Permission denied: node secret ID does not match" {
+		t.Fatalf("re-register by name without the secret, ACLs off: %v", err)
+	}
+	resp2, err := c.WithNodeSecret(resp.SecretID).RegisterNode(ctx, again)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp2.NodeID != reg.ID {
-		t.Fatalf("re-register by name got ID %s, want %s", resp2.NodeID, reg.ID)
+	if resp2.NodeID != reg.ID || resp2.SecretID != "" {
+		t.Fatalf("re-register by name got %+v, want ID %s and no secret", resp2, reg.ID)
 	}
 	n2, _, _ := c.Node(ctx, reg.ID, nil)
 	if n2.CreateIndex != n.CreateIndex || n2.ModifyIndex <= n.ModifyIndex {
 		t.Errorf("re-register indexes: create %d→%d modify %d→%d", n.CreateIndex, n2.CreateIndex, n.ModifyIndex, n2.ModifyIndex)
 	}
 
-	// A live allocation on the node is lost when the node misses its TTL.
+	// A live allocation on the node is lost when the node misses its TTL:
+	// the scheduler decides it from the node-update evaluation.
 	job := ntJob(t, env.ts, "web", nil, nil)
 	allocs, _ := ntPlace(t, env.ts, job, reg.ID, reg.Name, 1, env.clock.Now())
 	env.clock.Advance(time.Minute)
@@ -84,6 +100,10 @@ func TestNodeRegisterHeartbeatAndTTLExpiry(t *testing.T) {
 		t.Errorf("down node: %+v", down)
 	}
 	a := ntAlloc(t, env.ts, allocs[0].ID)
+	for deadline := time.Now().Add(10 * time.Second); a.ClientStatus != state.AllocClientStatusLost && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		a = ntAlloc(t, env.ts, allocs[0].ID)
+	}
 	if a.ClientStatus != state.AllocClientStatusLost || a.DesiredStatus != state.AllocDesiredStatusStop {
 		t.Errorf("alloc after node down: client %s desired %s", a.ClientStatus, a.DesiredStatus)
 	}
@@ -99,7 +119,7 @@ func TestNodeRegisterHeartbeatAndTTLExpiry(t *testing.T) {
 	}
 
 	// A heartbeat brings it back.
-	hb, err := c.Heartbeat(ctx, reg.ID)
+	hb, err := nc.Heartbeat(ctx, reg.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +134,7 @@ func TestNodeRegisterHeartbeatAndTTLExpiry(t *testing.T) {
 	}
 
 	// Unknown nodes are not found; malformed IDs are refused.
-	_, err = c.Heartbeat(ctx, uuid.NewString())
+	_, err = nc.Heartbeat(ctx, uuid.NewString())
 	var apiErr *api.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || !strings.HasPrefix(apiErr.Message, "node ") {
 		t.Errorf("heartbeat of unknown node: %v", err)
@@ -129,15 +149,13 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 	c := env.client(t, "")
 	ctx := context.Background()
 	reg := ntNode("node-b")
-	if _, err := c.RegisterNode(ctx, reg); err != nil {
-		t.Fatal(err)
-	}
+	nc := ntRegister(t, c, reg)
 	update := &state.UpdateStrategy{MaxParallel: 2, HealthCheck: state.UpdateHealthTaskStates, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
 	job := ntJob(t, env.ts, "api", update, map[string]any{"run_for": "1h"})
 	allocs, depID := ntPlace(t, env.ts, job, reg.ID, reg.Name, 2, env.clock.Now())
 
 	// The client sees its allocations with the group (and the job's update strategy).
-	cas, meta, err := c.NodeAllocations(ctx, reg.ID, nil, 0)
+	cas, meta, err := nc.NodeAllocations(ctx, reg.ID, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +163,13 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 		cas[0].TaskGroup.Update.MinHealthyTime != time.Second || cas[0].TaskGroup.Tasks[0].Config["run_for"] != "1h" {
 		t.Fatalf("client allocs: %+v", cas)
 	}
-	expectHeader(t, &servertest.Response{Header: env.srv.Do(t, "GET", "/v1/client/allocations/"+reg.ID, "").Header}, "X-Service-Index", fmt.Sprint(meta.LastIndex))
+	expectHeader(t, &servertest.Response{Header: env.srv.Do(t, "GET", "/v1/client/allocations/"+reg.ID, "", api.NodeSecretHeader, nc.secret).Header}, "X-Service-Index", fmt.Sprint(meta.LastIndex))
 
 	healthy := true
 	ts := env.clock.Now().Add(5 * time.Second)
 	running := map[string]*api.TaskState{"server": {State: api.TaskStateRunning, StartedAt: env.clock.Now(),
 		Events: []*api.TaskEvent{{Type: api.TaskReceived}, {Type: api.TaskSetup}, {Type: api.TaskStarted}}}}
-	_, err = c.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{
+	_, err = nc.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{
 		{ID: allocs[0].ID, ClientStatus: state.AllocClientStatusRunning, TaskStates: running,
 			DeploymentStatus: &api.AllocDeploymentStatus{Healthy: &healthy, Timestamp: ts}},
 		{ID: allocs[1].ID, ClientStatus: state.AllocClientStatusRunning, TaskStates: running},
@@ -176,7 +194,7 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 	// One failing: unhealthy, and an alloc-failure evaluation in the same entry.
 	unhealthy := false
 	dead := map[string]*api.TaskState{"server": {State: api.TaskStateDead, Failed: true, FinishedAt: env.clock.Now()}}
-	res, err := c.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{
+	res, err := nc.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{
 		{ID: allocs[1].ID, ClientStatus: state.AllocClientStatusFailed, TaskStates: dead,
 			DeploymentStatus: &api.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: ts}},
 	})
@@ -194,7 +212,7 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 		t.Fatalf("alloc-failure evals %+v (alloc modify %d, answered %d)", evals, a1.ModifyIndex, res.Index)
 	}
 	// What ended on the client is no longer sent to it.
-	cas, _, err = c.NodeAllocations(ctx, reg.ID, nil, 0)
+	cas, _, err = nc.NodeAllocations(ctx, reg.ID, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,20 +222,21 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 		}
 	}
 	// Reporting the same failure again is not a new failure.
-	if _, err := c.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{{ID: allocs[1].ID, ClientStatus: state.AllocClientStatusFailed, TaskStates: dead}}); err != nil {
+	if _, err := nc.UpdateAllocations(ctx, reg.ID, []*api.AllocClientUpdate{{ID: allocs[1].ID, ClientStatus: state.AllocClientStatusFailed, TaskStates: dead}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(ntEvals(t, env.ts, "api", state.EvalTriggerRetryFailedAlloc)); n != 1 {
 		t.Errorf("a repeated failure made %d evals", n)
 	}
 
-	// Another node's report about our allocation is dropped.
+	// Another node's report about our allocation is refused, whole.
 	other := ntNode("node-c")
-	if _, err := c.RegisterNode(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.UpdateAllocations(ctx, other.ID, []*api.AllocClientUpdate{{ID: allocs[0].ID, ClientStatus: state.AllocClientStatusComplete}}); err != nil {
-		t.Fatal(err)
+	oc := ntRegister(t, c, other)
+	_, err = oc.UpdateAllocations(ctx, other.ID, []*api.AllocClientUpdate{{ID: allocs[0].ID, ClientStatus: state.AllocClientStatusComplete}})
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 403 ||
+		apiErr.Message != "Permission denied: allocation "+allocs[0].ID+" is not placed on node "+other.ID+"; the report was refused as a whole" {
+		t.Fatalf("another node's report: %v", err)
 	}
 	if a := ntAlloc(t, env.ts, allocs[0].ID); a.ClientStatus != state.AllocClientStatusRunning {
 		t.Errorf("another node changed the alloc to %s", a.ClientStatus)
@@ -229,10 +248,8 @@ func TestNodeClientAllocationsBlocks(t *testing.T) {
 	c := env.client(t, "")
 	ctx := context.Background()
 	reg := ntNode("node-d")
-	if _, err := c.RegisterNode(ctx, reg); err != nil {
-		t.Fatal(err)
-	}
-	_, meta, err := c.NodeAllocations(ctx, reg.ID, nil, 0)
+	nc := ntRegister(t, c, reg)
+	_, meta, err := nc.NodeAllocations(ctx, reg.ID, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +260,7 @@ func TestNodeClientAllocationsBlocks(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		allocs, m, err := c.NodeAllocations(ctx, reg.ID, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: time.Minute}, 0)
+		allocs, m, err := nc.NodeAllocations(ctx, reg.ID, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: time.Minute}, 0)
 		done <- result{allocs, m, err}
 	}()
 	// Nothing changed: no answer yet.
@@ -262,7 +279,7 @@ func TestNodeClientAllocationsBlocks(t *testing.T) {
 		t.Fatalf("blocked read answered %+v at %d (was %d)", r.allocs, r.meta.LastIndex, meta.LastIndex)
 	}
 	// A wait that runs out answers with the current data.
-	again, m2, err := c.NodeAllocations(ctx, reg.ID, &api.QueryOptions{WaitIndex: r.meta.LastIndex, WaitTime: 10 * time.Millisecond}, 0)
+	again, m2, err := nc.NodeAllocations(ctx, reg.ID, &api.QueryOptions{WaitIndex: r.meta.LastIndex, WaitTime: 10 * time.Millisecond}, 0)
 	if err != nil || len(again) != 1 || m2.LastIndex != r.meta.LastIndex {
 		t.Fatalf("timed-out read: %v %+v %v", again, m2, err)
 	}
@@ -300,16 +317,18 @@ func TestNodeClientProtocolACL(t *testing.T) {
 	}{{"anonymous", ""}, {"read-only", readTok.SecretID}, {"unknown", uuid.NewString()}} {
 		_, err := env.client(t, c.secret).RegisterNode(ctx, reg)
 		var apiErr *api.Error
-		if !errors.As(err, &apiErr) || apiErr.StatusCode != 403 || apiErr.Message != "Permission denied" {
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 403 || !strings.HasPrefix(apiErr.Message, "Permission denied") {
 			t.Errorf("%s register: %v", c.name, err)
 		}
 	}
-	nc := env.client(t, nodeTok.SecretID)
-	if _, err := nc.RegisterNode(ctx, reg); err != nil {
-		t.Fatalf("node token register: %v", err)
-	}
+	tc := env.client(t, nodeTok.SecretID)
+	nc := ntRegister(t, tc, reg)
 	if _, err := nc.Heartbeat(ctx, reg.ID); err != nil {
-		t.Fatalf("node token heartbeat: %v", err)
+		t.Fatalf("node heartbeat: %v", err)
+	}
+	// The introduction token alone is not the node.
+	if _, err := tc.Heartbeat(ctx, reg.ID); err == nil {
+		t.Error("a node:write token heartbeated without the node's secret")
 	}
 	if _, err := env.client(t, readTok.SecretID).Heartbeat(ctx, reg.ID); err == nil {
 		t.Error("a read-only token heartbeated")
@@ -331,7 +350,7 @@ func TestNodeClientProtocolACL(t *testing.T) {
 	if _, _, err := rc.NodeAllocations(ctx, reg.ID, nil, 0); err == nil {
 		t.Error("a read-only token used the client protocol")
 	}
-	// The node token sees the node's allocations but has no namespace rights.
+	// The node sees its allocations (its token has no namespace rights).
 	if cas, _, err := nc.NodeAllocations(ctx, reg.ID, nil, 0); err != nil || len(cas) != 1 {
 		t.Errorf("node token allocations: %v %v", cas, err)
 	}
@@ -342,9 +361,7 @@ func TestNodeClientBodyCaps(t *testing.T) {
 	c := env.client(t, "")
 	ctx := context.Background()
 	reg := ntNode("node-f")
-	if _, err := c.RegisterNode(ctx, reg); err != nil {
-		t.Fatal(err)
-	}
+	nc := ntRegister(t, c, reg)
 	id := uuid.NewString()
 	many := func(n int) []*api.AllocClientUpdate {
 		out := make([]*api.AllocClientUpdate, n)
@@ -373,7 +390,7 @@ func TestNodeClientBodyCaps(t *testing.T) {
 		{[]*api.AllocClientUpdate{{ID: "short", ClientStatus: "running"}}, `Allocs[0].ID "short" is invalid: a 36-character UUID is required`},
 	}
 	for _, tc := range cases {
-		_, err := c.UpdateAllocations(ctx, reg.ID, tc.updates)
+		_, err := nc.UpdateAllocations(ctx, reg.ID, tc.updates)
 		var apiErr *api.Error
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Message != tc.msg {
 			t.Errorf("got %v, want 400 %q", err, tc.msg)
@@ -400,16 +417,13 @@ func TestNodeHeartbeatsFollowLeadership(t *testing.T) {
 	c := env.client(t, "")
 	ctx := context.Background()
 	a, b := ntNode("node-h"), ntNode("node-i")
-	for _, reg := range []*api.NodeRegistration{a, b} {
-		if _, err := c.RegisterNode(ctx, reg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	na := ntRegister(t, c, a)
+	ntRegister(t, c, b)
 	// Not leading: no timers, and heartbeats are still answered.
 	if n := env.svc.TrackedNodes(); n != 0 {
 		t.Fatalf("tracked %d nodes while not leading", n)
 	}
-	if _, err := c.Heartbeat(ctx, a.ID); err != nil {
+	if _, err := na.Heartbeat(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	// Leadership starts: every known live node gets a timer.
@@ -444,17 +458,15 @@ func TestNodeClientAllocationsSince(t *testing.T) {
 	c := env.client(t, "")
 	ctx := context.Background()
 	reg := ntNode("node-s")
-	if _, err := c.RegisterNode(ctx, reg); err != nil {
-		t.Fatal(err)
-	}
+	nc := ntRegister(t, c, reg)
 	update := &state.UpdateStrategy{MaxParallel: 2, HealthCheck: state.UpdateHealthTaskStates, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
 	job := ntJob(t, env.ts, "svc", update, map[string]any{"run_for": "1h"})
 	allocs, _ := ntPlace(t, env.ts, job, reg.ID, reg.Name, 2, env.clock.Now())
-	_, meta, err := c.NodeAllocations(ctx, reg.ID, nil, 0)
+	_, meta, err := nc.NodeAllocations(ctx, reg.ID, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cas, _, err := c.NodeAllocations(ctx, reg.ID, nil, meta.LastIndex)
+	cas, _, err := nc.NodeAllocations(ctx, reg.ID, nil, meta.LastIndex)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +485,7 @@ func TestNodeClientAllocationsSince(t *testing.T) {
 	if err != nil || res.Refused != "" {
 		t.Fatalf("stop: %v %+v", err, res)
 	}
-	cas, _, err = c.NodeAllocations(ctx, reg.ID, nil, meta.LastIndex)
+	cas, _, err = nc.NodeAllocations(ctx, reg.ID, nil, meta.LastIndex)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,5 +498,49 @@ func TestNodeClientAllocationsSince(t *testing.T) {
 			t.Errorf("the unchanged allocation is sent whole")
 		}
 	}
-	expectError(t, env.srv.Do(t, "GET", "/v1/client/allocations/"+reg.ID+"?since=x", ""), 400, `Invalid since: "x" is not an index`)
+	expectError(t, env.srv.Do(t, "GET", "/v1/client/allocations/"+reg.ID+"?since=x", "", api.NodeSecretHeader, nc.secret), 400, `Invalid since: "x" is not an index`)
+}
+
+// Registration caps: resources > 0, a node's record at most 64 KiB as
+// JSON, at most MaxNodes nodes (a re-registration is not a new node).
+func TestNodeRegistrationCaps(t *testing.T) {
+	env := ntStartWith(t, nodes.Config{HeartbeatTTL: time.Minute, MaxNodes: 2})
+	c := env.client(t, "")
+	ctx := context.Background()
+	refused := func(what string, reg *api.NodeRegistration, msg string) {
+		t.Helper()
+		_, err := c.RegisterNode(ctx, reg)
+		var apiErr *api.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Message != msg {
+			t.Errorf("%s: got %v, want 400 %q", what, err, msg)
+		}
+	}
+	noCPU := ntNode("no-cpu")
+	noCPU.Resources.CPU = 0
+	refused("no CPU", noCPU, "Node Resources.CPU must be greater than 0 (MHz), got 0")
+	noMem := ntNode("no-mem")
+	noMem.Resources.MemoryMB = -1
+	refused("negative memory", noMem, "Node Resources.MemoryMB must be greater than 0, got -1")
+	big := ntNode("big")
+	big.Meta = map[string]string{}
+	for i := range 40 {
+		big.Meta[fmt.Sprint("k", i)] = strings.Repeat("x", 2000)
+	}
+	_, err := c.RegisterNode(ctx, big)
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "as JSON: the limit is 65536") {
+		t.Errorf("a 80 KB node: %v", err)
+	}
+	a := ntRegister(t, c, ntNode("n1"))
+	ntRegister(t, c, ntNode("n2"))
+	refused("a third node", ntNode("n3"), "Too many nodes: 2 are registered, the limit is 2 (server -max-nodes); remove down nodes (system gc) or raise it")
+	// The first node registers again: not a new node.
+	again := ntNode("n1")
+	again.ID = ""
+	if _, err := c.WithNodeSecret(a.secret).RegisterNode(ctx, again); err != nil {
+		t.Errorf("re-registration at the cap: %v", err)
+	}
+	if n, _ := env.ts.Server.State().NodeCount(); n != 2 {
+		t.Errorf("%d nodes, want 2", n)
+	}
 }

@@ -13,4 +13,5 @@ type Services struct {
 	Nodes       NodeService
 	NodeDrain   NodeDrainService
 	System      SystemService
+	Namespaces  NamespaceService
 }

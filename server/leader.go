@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -10,8 +12,23 @@ import (
 // leadership ends (or the server shuts down).
 type leaderRoutine struct {
 	name string
-	run  func(ctx context.Context)
+	run  func(ctx context.Context) error
 }
+
+// A leader routine that returns (or panics) while this server still leads
+// is restarted after a backoff, so that nothing it does (scheduling,
+// deployments, heartbeats) stops silently until the next term; one that
+// keeps failing also makes the leader step down, so that a healthy node
+// may lead (a single server has no one to hand over to and goes on
+// restarting it).
+const (
+	routineBackoffMin = 100 * time.Millisecond
+	routineBackoffMax = 10 * time.Second
+	// routineMaxFailures in a row, each after less than routineHealthyRun,
+	// make the leader step down.
+	routineMaxFailures = 5
+	routineHealthyRun  = time.Minute
+)
 
 // leaderRoutines is the registry of what runs on the leader: ACL reaping,
 // the evaluation broker and plan applier, the deployment watcher, node
@@ -27,8 +44,19 @@ type leaderRoutines struct {
 }
 
 // AddLeaderRoutine registers run to be started each time this server becomes
-// a ready leader, and stopped (its ctx cancelled) when it stops leading.
+// a ready leader, and stopped (its ctx cancelled) when it stops leading. It
+// is meant to run until then: if it returns earlier it is restarted.
 func (s *Server) AddLeaderRoutine(name string, run func(ctx context.Context)) {
+	s.AddLeaderRoutineErr(name, func(ctx context.Context) error {
+		run(ctx)
+		return nil
+	})
+}
+
+// AddLeaderRoutineErr is AddLeaderRoutine for a routine that may fail: an
+// error returned while leading is logged and the routine restarted with
+// backoff (and the leader steps down when it keeps failing).
+func (s *Server) AddLeaderRoutineErr(name string, run func(ctx context.Context) error) {
 	lr := &s.leader
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
@@ -39,22 +67,51 @@ func (s *Server) AddLeaderRoutine(name string, run func(ctx context.Context)) {
 	}
 }
 
-// startRoutine runs r in its own goroutine; lr.mu is held.
+// startRoutine runs r in its own goroutine, restarting it while ctx lasts;
+// lr.mu is held.
 func (s *Server) startRoutine(ctx context.Context, r leaderRoutine) {
 	s.leader.wg.Add(1)
 	go func() {
 		defer s.leader.wg.Done()
-		defer func() {
-			// A bug in one routine must not take the server down; it is
-			// logged, and leadership is given up so that a healthy node leads.
-			if p := recover(); p != nil {
-				s.logger.Error("leader routine panicked", "routine", r.name, "panic", p)
-				go s.stepDown("leader routine " + r.name + " panicked")
+		backoff, failures := routineBackoffMin, 0
+		for {
+			started := time.Now()
+			panicked, err := s.runRoutine(ctx, r)
+			if ctx.Err() != nil {
+				return
 			}
-		}()
-		s.logger.Debug("starting leader routine", "routine", r.name)
-		r.run(ctx)
+			if err == nil {
+				err = errors.New("returned while leading")
+			}
+			if time.Since(started) >= routineHealthyRun {
+				backoff, failures = routineBackoffMin, 0
+			}
+			failures++
+			s.logger.Error("leader routine stopped, restarting it", "routine", r.name, "error", err, "failures", failures, "backoff", backoff)
+			// A panic is a bug: a healthy node should lead at once.
+			if panicked || failures == routineMaxFailures {
+				go s.stepDown(fmt.Sprintf("leader routine %s failed %d times: %v", r.name, failures, err))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, routineBackoffMax)
+		}
 	}()
+}
+
+// runRoutine runs r once; a panic (a bug in one routine must not take the
+// server down) comes back as an error.
+func (s *Server) runRoutine(ctx context.Context, r leaderRoutine) (panicked bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked, err = true, fmt.Errorf("panicked: %v", p)
+		}
+	}()
+	s.logger.Debug("starting leader routine", "routine", r.name)
+	return false, r.run(ctx)
 }
 
 // startLeaderRoutines starts every routine for a new term.

@@ -112,3 +112,101 @@ func TestLeadershipStepsDownWhenItCannotGetReady(t *testing.T) {
 		t.Errorf("poisoned node %s made %d attempts before stepping down, want >= 5", poisoned, failedBy[poisoned])
 	}
 }
+
+// A leader routine that returns while its server leads (an error, a panic,
+// or just returning) is restarted with backoff instead of staying stopped
+// until the next term; the single server keeps leading.
+func TestLeaderRoutineRestartedAfterFailure(t *testing.T) {
+	ts := servertest.Start(t)
+	var runs atomic.Int32
+	running := make(chan struct{})
+	stopped := make(chan struct{})
+	start := time.Now()
+	ts.AddLeaderRoutineErr("flaky", func(ctx context.Context) error {
+		switch runs.Add(1) {
+		case 1:
+			return errors.New("injected state read failure")
+		case 2:
+			panic("injected bug")
+		case 3:
+			return nil // returned while leading: as much a stop as an error
+		}
+		close(running)
+		<-ctx.Done()
+		close(stopped)
+		return nil
+	})
+	select {
+	case <-running:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("routine not running again after its failures (%d runs)", runs.Load())
+	}
+	// Backoff: 100ms, 200ms, 400ms between the four runs.
+	if el := time.Since(start); el < 700*time.Millisecond {
+		t.Errorf("restarted after %v, want backoff of at least 700ms", el)
+	}
+	if err := ts.CheckRead(false); err != nil {
+		t.Fatalf("the single server stopped serving: %v", err)
+	}
+	if err := ts.Shutdown(); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("restarted routine still running after shutdown returned")
+	}
+	if got := runs.Load(); got != 4 {
+		t.Errorf("runs = %d, want 4", got)
+	}
+}
+
+// A leader routine that keeps failing on one server makes it step down:
+// another server leads and runs it.
+func TestLeaderStepsDownWhenARoutineKeepsFailing(t *testing.T) {
+	var mu sync.Mutex
+	poisoned := "" // the first node to run the routine
+	failures := map[string]int{}
+	healthy := make(chan string, 3)
+	routine := func(name string) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			mu.Lock()
+			if poisoned == "" {
+				poisoned = name
+			}
+			bad := name == poisoned
+			if bad {
+				failures[name]++
+			}
+			mu.Unlock()
+			if bad {
+				return errors.New("injected failure")
+			}
+			select {
+			case healthy <- name:
+			default:
+			}
+			<-ctx.Done()
+			return nil
+		}
+	}
+	nodes := startCluster(t, 3)
+	for _, n := range nodes {
+		n.AddLeaderRoutineErr("poisoned", routine(n.Config.NodeName))
+	}
+	select {
+	case name := <-healthy:
+		mu.Lock()
+		defer mu.Unlock()
+		if name == poisoned {
+			t.Fatalf("the poisoned node %s ran the routine", name)
+		}
+		if failures[poisoned] < 5 {
+			t.Errorf("poisoned node %s failed %d times before stepping down, want >= 5", poisoned, failures[poisoned])
+		}
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("no other server took over (the poisoned %s failed %d times)", poisoned, failures[poisoned])
+	}
+}

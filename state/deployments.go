@@ -262,7 +262,7 @@ func lookupActiveDeploymentTxn(txn *memdb.Txn, id string) (*Deployment, error) {
 // DeploymentUpdateStatus applies a status change at idx, with its eval, the
 // rollback job (when given) and a history record, in one transaction.
 func (s *Store) DeploymentUpdateStatus(idx uint64, req *DeploymentUpdateRequest) (*DeploymentUpdateResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	d, err := lookupActiveDeploymentTxn(txn, req.Update.DeploymentID)
 	if err != nil {
@@ -272,7 +272,7 @@ func (s *Store) DeploymentUpdateStatus(idx uint64, req *DeploymentUpdateRequest)
 	if err != nil {
 		return nil, err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return res, nil
 }
 
@@ -376,7 +376,7 @@ func PromotionErrors(d *Deployment, allocs func(id string) *Allocation, all bool
 // its canaries stop being canaries, and the description returns to
 // "Deployment is running" when nothing needs promotion any more.
 func (s *Store) DeploymentPromote(idx uint64, req *DeploymentPromoteRequest) (*DeploymentUpdateResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	d, err := lookupActiveDeploymentTxn(txn, req.DeploymentID)
 	if err != nil {
@@ -446,7 +446,7 @@ func (s *Store) DeploymentPromote(idx uint64, req *DeploymentPromoteRequest) (*D
 			return nil, err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return &DeploymentUpdateResult{Index: idx}, nil
 }
 
@@ -469,7 +469,7 @@ type DeploymentAllocHealthRequest struct {
 // DeploymentAllocHealth applies manual health at idx. Every listed
 // allocation must exist and belong to the deployment, or nothing changes.
 func (s *Store) DeploymentAllocHealth(idx uint64, req *DeploymentAllocHealthRequest) (*DeploymentUpdateResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	d, err := lookupActiveDeploymentTxn(txn, req.DeploymentID)
 	if err != nil {
@@ -522,6 +522,6 @@ func (s *Store) DeploymentAllocHealth(idx uint64, req *DeploymentAllocHealthRequ
 			return nil, err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return res, nil
 }

@@ -31,6 +31,8 @@ const (
 	EvalTriggerQueuedAllocs      = "queued-allocs"
 	EvalTriggerScaling           = "job-scaling"
 	EvalTriggerMaxPlans          = "max-plan-attempts"
+	EvalTriggerMaxDisconnect     = "max-disconnect-timeout"
+	EvalTriggerReconnect         = "reconnect"
 )
 
 // Evaluation asks the scheduler to reconcile one job with the cluster.
@@ -129,7 +131,7 @@ func (s *Store) EvalsModifiedSince(ws memdb.WatchSet, index uint64) (uint64, []*
 
 // EvalsUpsert inserts or replaces evaluations at idx.
 func (s *Store) EvalsUpsert(idx uint64, evals []*Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	jobs := map[[2]string]bool{}
 	for _, e := range evals {
@@ -144,7 +146,7 @@ func (s *Store) EvalsUpsert(idx uint64, evals []*Evaluation) error {
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 

@@ -212,7 +212,7 @@ func (s *Store) GCCandidates(p GCParams, limit int) (*GCRequest, error) {
 // order of the request does not matter. Each table it deletes from has its
 // index set to idx, which wakes the blocking queries on it.
 func (s *Store) GCApply(idx uint64, req *GCRequest) (*GCResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	g := newGCReader(txn, req.Params)
 
@@ -385,6 +385,6 @@ func (s *Store) GCApply(idx uint64, req *GCRequest) (*GCResult, error) {
 			return nil, err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return res, nil
 }

@@ -104,8 +104,11 @@ type TaskGroup struct {
 	ReschedulePolicy *ReschedulePolicy
 	// Migrate says how a drain moves the group's allocations off a node.
 	Migrate *MigrateStrategy
-	Meta    map[string]string
-	Tasks   []*Task
+	// MaxClientDisconnect, when set, is how long allocations on a
+	// disconnected node stay unknown before they are lost (Nomad's).
+	MaxClientDisconnect *time.Duration
+	Meta                map[string]string
+	Tasks               []*Task
 }
 
 // RestartPolicy says how a task that exits is restarted in place.
@@ -179,18 +182,6 @@ func (j *Job) SpecChanged(o *Job) bool {
 		c.CreateIndex, c.ModifyIndex, c.JobModifyIndex, c.SubmitTime = 0, 0, 0, 0
 	}
 	return !reflect.DeepEqual(&a, &b)
-}
-
-// TaskGroupChanged says whether group name differs between two versions of a
-// job in anything but its Count: an unchanged group is updated in place.
-func TaskGroupChanged(a, b *Job, name string) bool {
-	ga, gb := a.LookupTaskGroup(name), b.LookupTaskGroup(name)
-	if ga == nil || gb == nil {
-		return true
-	}
-	x, y := *ga, *gb
-	x.Count, y.Count = 0, 0
-	return !reflect.DeepEqual(&x, &y)
 }
 
 func init() {
@@ -426,7 +417,7 @@ func upsertJobTxn(txn *memdb.Txn, idx uint64, job *Job) (*JobRegisterResult, err
 // JobRegister registers a job and inserts the evaluation that goes with it,
 // in one transaction at idx.
 func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegisterResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	res, err := upsertJobTxn(txn, idx, job)
 	if err != nil {
@@ -440,7 +431,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 			return nil, err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return res, nil
 }
 
@@ -450,7 +441,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 // and its active deployments are cancelled: a job registered again under
 // the same ID (at version 0 again) must not take them for its own.
 func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(jobsTable, "id", ns, id)
 	if err != nil {
@@ -487,7 +478,7 @@ func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
 	if err := retirePurgedJobTxn(txn, idx, ns, id, now); err != nil {
 		return err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -535,12 +526,12 @@ func retirePurgedJobTxn(txn *memdb.Txn, idx uint64, ns, id string, now int64) er
 
 // JobSetStable marks one version of a job stable or not at idx.
 func (s *Store) JobSetStable(idx uint64, ns, id string, version uint64, stable bool) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	if err := setJobStableTxn(txn, idx, ns, id, version, stable); err != nil {
 		return err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 

@@ -13,6 +13,9 @@ const (
 	NodeStatusInit  = "initializing"
 	NodeStatusReady = "ready"
 	NodeStatusDown  = "down"
+	// NodeStatusDisconnected: it missed its heartbeat while some of its
+	// allocations may outlive that (their group has MaxClientDisconnect).
+	NodeStatusDisconnected = "disconnected"
 
 	NodeSchedulingEligible   = "eligible"
 	NodeSchedulingIneligible = "ineligible"
@@ -20,7 +23,12 @@ const (
 
 // Node is a client node that runs allocations.
 type Node struct {
-	ID                    string
+	ID string
+	// SecretID is the node's secret (Nomad's Node.SecretID): minted by the
+	// server at the node's first registration, stored as ACL token secrets
+	// are, presented by the node's client on every client-protocol call.
+	// Never answered on reads (http sanitizes it).
+	SecretID              string
 	Name                  string
 	Datacenter            string
 	HTTPAddr              string
@@ -62,6 +70,8 @@ func init() {
 		Name: nodesTable,
 		Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
+			// Nodes registered before node secrets existed have none.
+			"secret": {Name: "secret", Unique: true, AllowMissing: true, Indexer: &memdb.StringFieldIndex{Field: "SecretID"}},
 		},
 	}, func() any { return new(Node) })
 }
@@ -69,6 +79,23 @@ func init() {
 // Node returns the node with that ID, or nil.
 func (s *Store) Node(ws memdb.WatchSet, id string) (uint64, *Node, error) {
 	return getOneOrWatchTable[Node](s, ws, nodesTable, id)
+}
+
+// NodeBySecret returns the node whose SecretID is secret, or nil.
+func (s *Store) NodeBySecret(secret string) (*Node, error) {
+	if secret == "" {
+		return nil, nil
+	}
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	raw, err := txn.First(nodesTable, "secret", secret)
+	if err != nil {
+		return nil, fmt.Errorf("failed node lookup: %w", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*Node), nil
 }
 
 // Nodes lists every node by ID.
@@ -79,7 +106,7 @@ func (s *Store) Nodes(ws memdb.WatchSet) (uint64, []*Node, error) {
 // NodeRegister inserts or replaces a node at idx, keeping its CreateIndex;
 // evals (when given) are inserted in the same transaction.
 func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	stored := *node
 	raw, err := txn.First(nodesTable, "id", node.ID)
@@ -88,6 +115,11 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 	}
 	if raw != nil {
 		old := raw.(*Node)
+		// A node's secret never changes once minted (two first
+		// registrations racing: the second one loses).
+		if old.SecretID != "" && old.SecretID != node.SecretID {
+			return errorf(ErrForbidden, "node secret ID does not match")
+		}
 		stored.CreateIndex = old.CreateIndex
 		// A drain is the operator's and the drainer's: re-registering
 		// does not end it.
@@ -110,15 +142,15 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
-// NodeUpdateStatus sets a node's status at idx. A node going down has its
-// allocations that are still live on it marked lost, and evals (the
-// node-update evaluations of the affected jobs) are inserted with it.
+// NodeUpdateStatus sets a node's status at idx and inserts evals (the
+// node-update evaluations of the jobs on it) with it. What becomes of the
+// node's allocations is the scheduler's decision (Nomad's), not this one's.
 func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string, evals []*Evaluation, now int64) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(nodesTable, "id", nodeID)
 	if err != nil {
@@ -138,49 +170,12 @@ func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string,
 	if err := setIndex(txn, nodesTable, idx); err != nil {
 		return err
 	}
-	if status == NodeStatusDown {
-		allocs, err := listTxn[Allocation](txn, nil, allocsTable, "node", nodeID)
-		if err != nil {
-			return err
-		}
-		jobs := map[[2]string]bool{}
-		for _, a := range allocs {
-			if a.ClientTerminalStatus() {
-				continue
-			}
-			c := a.Copy()
-			c.ClientStatus = AllocClientStatusLost
-			c.ClientDescription = "node is down"
-			if c.DesiredStatus == AllocDesiredStatusRun {
-				c.DesiredStatus = AllocDesiredStatusStop
-				c.DesiredDescription = "alloc is lost since its node is down"
-			}
-			// AllocModifyIndex too: a node that comes back learns that
-			// what it still runs was stopped.
-			c.ModifyIndex, c.AllocModifyIndex = idx, idx
-			c.ModifyTime = now
-			if err := txn.Insert(allocsTable, c); err != nil {
-				return fmt.Errorf("failed updating allocation: %w", err)
-			}
-			jobs[[2]string{c.Namespace, c.JobID}] = true
-		}
-		if len(jobs) > 0 {
-			if err := setIndex(txn, allocsTable, idx); err != nil {
-				return err
-			}
-		}
-		for k := range jobs {
-			if err := refreshJobStatusTxn(txn, idx, k[0], k[1]); err != nil {
-				return err
-			}
-		}
-	}
 	for _, e := range evals {
 		if err := upsertEvalTxn(txn, idx, e); err != nil {
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -190,4 +185,19 @@ func (s *Store) NodesIndexWatch(ws memdb.WatchSet) (uint64, error) {
 	defer txn.Abort()
 	watchTableIndex(txn, ws, nodesTable)
 	return maxIndex(txn, nodesTable), nil
+}
+
+// NodeCount is how many nodes are registered.
+func (s *Store) NodeCount() (int, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	iter, err := txn.Get(nodesTable, "id")
+	if err != nil {
+		return 0, fmt.Errorf("failed nodes list: %w", err)
+	}
+	n := 0
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		n++
+	}
+	return n, nil
 }

@@ -29,7 +29,31 @@ type Plan struct {
 	// to them, so that no later evaluation creates another.
 	FollowupEvals []*Evaluation
 	Followups     []*AllocFollowup
-	Now           int64
+	// ClientStates are the servers' changes of client status: unknown on
+	// a disconnected node, running again once it reconnected.
+	ClientStates []*AllocClientState
+	Now          int64
+	// Annotations say what the scheduler wanted per group (Nomad's plan
+	// annotations, read by a dry run). They are not part of the Raft entry.
+	Annotations *PlanAnnotations `codec:"-"`
+}
+
+// AllocClientState sets an allocation's client status as the servers see
+// it and records the change in its AllocStates (Nomad's disconnect and
+// reconnect updates). FollowupEvalID, when set, is the evaluation that
+// marks an unknown allocation lost once its node stayed away too long; a
+// status other than unknown clears it.
+type AllocClientState struct {
+	AllocID           string
+	ClientStatus      string
+	ClientDescription string
+	FollowupEvalID    string
+	// Time is when the change happened (Unix nanoseconds; 0: the plan's Now).
+	Time int64
+	// Reconnected: the allocation was kept when its node came back; the
+	// replacement it had is stopped, so it has no NextAllocation any more.
+	// (ClientStatus "" then leaves its status as it is.)
+	Reconnected bool
 }
 
 // AllocFollowup links a failed allocation to the evaluation that will
@@ -37,6 +61,29 @@ type Plan struct {
 type AllocFollowup struct {
 	AllocID        string
 	FollowupEvalID string
+}
+
+// PlanAnnotations are Nomad's Plan.Annotations.
+type PlanAnnotations struct {
+	// DesiredTGUpdates: per task group of the job (and per group of
+	// allocations the job no longer has), what the plan does.
+	DesiredTGUpdates map[string]*DesiredUpdates
+}
+
+// DesiredUpdates counts a plan's decisions for one group (Nomad's). Place
+// and Canary count attempted placements (some may find no node), Stop
+// every stop but a destructive update's, Ignore the allocations left as
+// they are (destructive updates waiting for their turn included).
+// Migrate and Preemptions stay 0: there is no draining or preemption.
+type DesiredUpdates struct {
+	Ignore            uint64
+	Place             uint64
+	Migrate           uint64
+	Stop              uint64
+	InPlaceUpdate     uint64
+	DestructiveUpdate uint64
+	Canary            uint64
+	Preemptions       uint64
 }
 
 // AllocStop tells an allocation to stop.
@@ -49,8 +96,9 @@ type AllocStop struct {
 	FollowupEvalID string
 }
 
-// AllocInPlace moves an allocation to a new job version whose group did not
-// change (a scale-only change), without replacing it.
+// AllocInPlace moves an allocation to a new job version whose group changed
+// only in what a running task can take on (the scheduler's in-place rule),
+// without replacing it.
 type AllocInPlace struct {
 	AllocID      string
 	JobVersion   uint64
@@ -60,7 +108,8 @@ type AllocInPlace struct {
 // IsNoOp says whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
 	return len(p.Placements) == 0 && len(p.Stops) == 0 && len(p.InPlace) == 0 &&
-		p.Deployment == nil && len(p.DeploymentUpdates) == 0 && len(p.FollowupEvals) == 0 && len(p.Followups) == 0
+		p.Deployment == nil && len(p.DeploymentUpdates) == 0 && len(p.FollowupEvals) == 0 && len(p.Followups) == 0 &&
+		len(p.ClientStates) == 0
 }
 
 // PlanResult says whether a plan was applied, and at which index.
@@ -76,7 +125,7 @@ type PlanResult struct {
 // updates is gone, or a deployment it places for or updates is no longer
 // running. The scheduler then tries again from a fresh snapshot.
 func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	if reason, err := checkPlanTxn(txn, p); err != nil || reason != "" {
 		return &PlanResult{Refused: reason}, err
@@ -113,10 +162,41 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 		a.DesiredDescription = st.DesiredDescription
 		if st.ClientStatus != "" {
 			a.ClientStatus = st.ClientStatus
+			a.AppendState(AllocStateFieldClientStatus, st.ClientStatus, time.Unix(0, p.Now))
 		}
 		if st.FollowupEvalID != "" {
 			a.FollowupEvalID = st.FollowupEvalID
 		}
+		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
+		if err := txn.Insert(allocsTable, a); err != nil {
+			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		}
+	}
+	for _, cs := range p.ClientStates {
+		raw, _ := txn.First(allocsTable, "id", cs.AllocID)
+		a := raw.(*Allocation).Copy()
+		if cs.ClientStatus != "" {
+			if cs.ClientStatus != a.ClientStatus {
+				a.ClientStatus, a.ClientDescription = cs.ClientStatus, cs.ClientDescription
+			}
+			at := cs.Time
+			if at == 0 {
+				at = p.Now
+			}
+			a.AppendState(AllocStateFieldClientStatus, cs.ClientStatus, time.Unix(0, at))
+		}
+		switch {
+		case cs.FollowupEvalID != "":
+			a.FollowupEvalID = cs.FollowupEvalID
+		case cs.ClientStatus != "" && cs.ClientStatus != AllocClientStatusUnknown:
+			// Back from a disconnect: its timeout's follow-up is moot, and
+			// a later failure must be free to get a follow-up of its own.
+			a.FollowupEvalID = ""
+		}
+		if cs.Reconnected {
+			a.NextAllocation = ""
+		}
+		// AllocModifyIndex too: a client that comes back learns of it.
 		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
 		if err := txn.Insert(allocsTable, a); err != nil {
 			return nil, fmt.Errorf("failed updating allocation: %w", err)
@@ -217,7 +297,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 			return nil, err
 		}
 	}
-	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups) > 0 {
+	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups)+len(p.ClientStates) > 0 {
 		if err := setIndex(txn, allocsTable, idx); err != nil {
 			return nil, err
 		}
@@ -225,7 +305,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 	if err := refreshJobStatusTxn(txn, idx, p.Namespace, p.JobID); err != nil {
 		return nil, err
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return &PlanResult{Index: idx}, nil
 }
 
@@ -292,6 +372,15 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 		// Another evaluation took care of it meanwhile.
 		if a := raw.(*Allocation); a.FollowupEvalID != "" || a.NextAllocation != "" {
 			return fmt.Sprintf("allocation %s already has a follow-up", fu.AllocID), nil
+		}
+	}
+	for _, cs := range p.ClientStates {
+		raw, err := txn.First(allocsTable, "id", cs.AllocID)
+		if err != nil {
+			return "", fmt.Errorf("failed allocation lookup: %w", err)
+		}
+		if raw == nil || stopping[cs.AllocID] || raw.(*Allocation).TerminalStatus() {
+			return fmt.Sprintf("allocation %s is gone or stopped", cs.AllocID), nil
 		}
 	}
 	for _, ip := range p.InPlace {

@@ -107,7 +107,7 @@ func (a *Allocation) LastEventTime() time.Time {
 // inserts evals, in one transaction. Unknown allocations are skipped: one
 // may have been collected since the request was made.
 func (s *Store) AllocsDesiredTransition(idx uint64, transitions map[string]DesiredTransition, evals []*Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.orchTxn()
 	defer txn.Abort()
 	jobs := map[[2]string]bool{}
 	changed := false
@@ -143,6 +143,6 @@ func (s *Store) AllocsDesiredTransition(idx uint64, transitions map[string]Desir
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }

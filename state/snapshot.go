@@ -56,6 +56,10 @@ func (r *Restore) Index(e *IndexEntry) error {
 // Commit finishes the restore and returns the filled store.
 func (r *Restore) Commit() *Store {
 	r.strings = nil
+	if err := rebuildSummariesTxn(r.txn); err != nil {
+		// Only a broken schema fails here, as in commitOrch.
+		panic(fmt.Sprintf("state: rebuilding job summaries: %v", err))
+	}
 	r.txn.Commit()
 	return r.store
 }

@@ -51,7 +51,7 @@ var (
 		"progress_deadline": {"ProgressDeadline", "duration"}, "auto_revert": {"AutoRevert", "bool"},
 		"auto_promote": {"AutoPromote", "bool"}, "canary": {"Canary", "int"}, "stagger": {"Stagger", "duration"},
 	}
-	hclGroupFields   = map[string]hclField{"count": {"Count", "int"}}
+	hclGroupFields   = map[string]hclField{"count": {"Count", "int"}, "max_client_disconnect": {"MaxClientDisconnect", "duration"}}
 	hclRestartFields = map[string]hclField{
 		"attempts": {"Attempts", "int"}, "interval": {"Interval", "duration"}, "delay": {"Delay", "duration"}, "mode": {"Mode", "string"},
 	}

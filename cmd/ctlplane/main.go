@@ -21,11 +21,12 @@ Commands:
   login      exchange a bearer token for an ACL token through an auth method
   logout     destroy a token created by login
   tls        create a CA and server or client certificates
-  job        run, status, stop, history, revert (Nomad's verbs)
+  job        run, status, stop, history, revert, scale (Nomad's verbs)
   deployment list, status [-monitor], fail, pause, resume, unblock, promote, allocation-health
   alloc      status, logs
   node       status
   system     gc: garbage-collect finished objects now
+  namespace  list, apply, delete (Nomad's namespaces)
   version    print the version
 `
 
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runNode(args[1:], stdout, stderr)
 	case "system":
 		return runSystem(args[1:], stdout, stderr)
+	case "namespace":
+		return runNamespace(args[1:], stdout, stderr)
 	case "version", "-version", "--version", "-v":
 		fmt.Fprintf(stdout, "ctlplane v%s\n", Version)
 		return 0

@@ -132,6 +132,7 @@ func TestBrokerSchedulerWatcherRollout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("register node: %v", err)
 	}
+	c = c.AsNode(reg.SecretID) // the node's own calls present its secret
 	healthy := map[string]bool{}
 	registerJob(t, ts, webJob(3, 1))
 	if d := driveRollout(t, ts, c, reg.NodeID, 0, 1, healthy); d.Status != state.DeploymentStatusSuccessful {

@@ -21,7 +21,8 @@ func nomadAPI(t *testing.T, ts *servertest.TestServer) *nomad.Client {
 	return c
 }
 
-func readNode(t *testing.T, ts *servertest.TestServer, id string) *state.Node {
+// drainedNode reads a node, failing the test on anything but 200.
+func drainedNode(t *testing.T, ts *servertest.TestServer, id string) *state.Node {
 	t.Helper()
 	var n state.Node
 	resp := ts.Do(t, http.MethodGet, "/v1/node/"+id, "")
@@ -81,7 +82,7 @@ func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 		if running < floor {
 			t.Fatalf("only %d allocations running during the drain, want at least %d: %+v", running, floor, all)
 		}
-		n := readNode(t, ts, node)
+		n := drainedNode(t, ts, node)
 		if onNode == 0 && n.LastDrain != nil && n.LastDrain.Status == state.DrainStatusComplete && running == 3 {
 			break
 		}
@@ -90,7 +91,7 @@ func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	n := readNode(t, ts, node)
+	n := drainedNode(t, ts, node)
 	if n.Drain || n.DrainStrategy != nil || n.SchedulingEligibility != state.NodeSchedulingIneligible || n.LastDrain.Status != state.DrainStatusComplete {
 		t.Fatalf("drained node: %+v", n)
 	}
@@ -130,7 +131,7 @@ func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 	if _, err := nomadAPI(t, ts).Nodes().ToggleEligibility(node, true, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := readNode(t, ts, node); n.SchedulingEligibility != state.NodeSchedulingEligible || n.LastDrain.Status != state.DrainStatusComplete {
+	if n := drainedNode(t, ts, node); n.SchedulingEligibility != state.NodeSchedulingEligible || n.LastDrain.Status != state.DrainStatusComplete {
 		t.Fatalf("eligible again: %+v", n)
 	}
 }
@@ -156,7 +157,7 @@ func TestE2EDrainDeadlineStopsWhatIsLeft(t *testing.T) {
 	if _, still := runningOn(allocs(t, ts), node); still != onNode {
 		t.Fatalf("%d of %d allocations left the node before the deadline", onNode-still, onNode)
 	}
-	if n := readNode(t, ts, node); n.DrainStrategy == nil || n.LastDrain.Status != state.DrainStatusDraining {
+	if n := drainedNode(t, ts, node); n.DrainStrategy == nil || n.LastDrain.Status != state.DrainStatusDraining {
 		t.Fatalf("before the deadline: %+v", n)
 	}
 	all := waitAllocs(t, ts, "everything to leave the node", 20*time.Second, func(all []*state.Allocation) bool {
@@ -171,7 +172,7 @@ func TestE2EDrainDeadlineStopsWhatIsLeft(t *testing.T) {
 			t.Errorf("allocation left on the node: %q", a.DesiredDescription)
 		}
 	}
-	n := readNode(t, ts, node)
+	n := drainedNode(t, ts, node)
 	if n.DrainStrategy != nil || n.LastDrain.Status != state.DrainStatusComplete || n.SchedulingEligibility != state.NodeSchedulingIneligible {
 		t.Fatalf("after the deadline: %+v %+v", n, n.LastDrain)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/namespaces"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -35,12 +36,12 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	})
 
 	a.Broker = evals.New(deps, serviceScheduler, a.Config.SchedulerWorkers)
-	a.AddLeaderRoutine("eval-broker", a.Broker.Run)
+	a.AddLeaderRoutineErr("eval-broker", a.Broker.Run)
 
 	watcher := deployments.NewWatcher(deps)
-	a.AddLeaderRoutine("deployment-watcher", watcher.Run)
+	a.AddLeaderRoutineErr("deployment-watcher", watcher.Run)
 
-	nodeSvc := nodes.New(deps, nodes.Config{HeartbeatTTL: a.Config.HeartbeatTTL})
+	nodeSvc := nodes.New(deps, nodes.Config{HeartbeatTTL: a.Config.HeartbeatTTL, MaxNodes: a.Config.MaxNodes})
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
 
 	nodeDrainer := drainer.New(deps)
@@ -70,10 +71,11 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	return ctlhttp.Services{
 		System:      a.GC,
 		ACL:         aclSvc,
-		Jobs:        jobs.New(deps),
+		Jobs:        jobs.New(deps, jobs.MaxJobAllocs(a.Config.MaxJobAllocs)),
 		Deployments: deployments.New(deps),
 		Nodes:       nodeSvc,
 		NodeDrain:   nodeSvc,
+		Namespaces:  namespaces.New(deps),
 	}
 }
 
@@ -126,6 +128,7 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 		}()
 		return nil
 	}
-	_, err := client.StartPool(ctx, n, base, &a.wg)
+	nodes, err := client.StartPool(ctx, n, base, &a.wg)
+	a.devNodes = nodes
 	return err
 }

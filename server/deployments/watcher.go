@@ -2,6 +2,7 @@ package deployments
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
@@ -20,11 +21,14 @@ import (
 type Watcher struct {
 	deps svc.Deps
 	ops  *Service
-	// After waits for a duration of the deps.Now clock (progress
-	// deadlines); tests replace it with their fake clock's.
-	After func(time.Duration) <-chan time.Time
-	// EvalBatch is how long the health reports of one job are gathered
-	// into one evaluation.
+	// At fires once the deps.Now clock reaches a time (progress deadlines,
+	// evaluation batches); tests replace it with their fake clock's. It
+	// takes a point in time, not a duration, so that the clock moving on
+	// between the watcher reading it and arming the timer cannot push the
+	// timer out.
+	At func(time.Time) <-chan time.Time
+	// EvalBatch is how long (of the deps.Now clock) the health reports of
+	// one job are gathered into one evaluation.
 	EvalBatch time.Duration
 }
 
@@ -33,7 +37,9 @@ func NewWatcher(deps svc.Deps) *Watcher {
 	if deps.Logger == nil {
 		deps.Logger = hclog.NewNullLogger()
 	}
-	return &Watcher{deps: deps, ops: New(deps), After: time.After, EvalBatch: 100 * time.Millisecond}
+	w := &Watcher{deps: deps, ops: New(deps), EvalBatch: 100 * time.Millisecond}
+	w.At = func(t time.Time) <-chan time.Time { return time.After(t.Sub(w.deps.Now())) }
+	return w
 }
 
 // Rules of the watcher, as recorded in a deployment's history.
@@ -52,10 +58,12 @@ func watcherCause(rule string) state.DeploymentCause {
 	return state.DeploymentCause{Kind: "watcher", Rule: rule}
 }
 
-// Run watches until ctx is cancelled (leadership ended).
-func (w *Watcher) Run(ctx context.Context) {
+// Run watches until ctx is cancelled (leadership ended). It returns an
+// error when it cannot list the deployments (it would have nothing to
+// watch): the leader restarts it.
+func (w *Watcher) Run(ctx context.Context) error {
 	log := w.deps.Logger.Named("deployment_watcher")
-	// Evaluations waiting for their batch to close, by deployment (real time).
+	// Evaluations waiting for their batch to close, by deployment.
 	pending := map[string]time.Time{}
 	for {
 		st := w.deps.State()
@@ -63,7 +71,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		ws.Add(st.AbandonCh())
 		_, all, err := st.ActiveDeployments(ws)
 		if err != nil {
-			log.Error("listing deployments", "error", err)
+			return fmt.Errorf("listing deployments: %w", err)
 		}
 		now := w.deps.Now()
 		var deadline time.Time
@@ -81,36 +89,32 @@ func (w *Watcher) Run(ctx context.Context) {
 				deadline = next
 			}
 		}
-		var batch time.Time
 		for id, at := range pending {
-			if !time.Now().Before(at) {
+			if !now.Before(at) {
 				delete(pending, id)
 				if err := w.healthEval(st, id); err != nil {
 					log.Warn("creating evaluation for healthy allocations", "deployment", id, "error", err)
-					pending[id] = time.Now().Add(retryDelay)
+					pending[id] = now.Add(retryDelay)
 				}
-			} else if batch.IsZero() || at.Before(batch) {
-				batch = at
+			}
+			if at := pending[id]; !at.IsZero() && (deadline.IsZero() || at.Before(deadline)) {
+				deadline = at
 			}
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		changed := ws.WatchCh(wctx)
-		var deadlineCh, batchCh <-chan time.Time
+		var timer <-chan time.Time
 		if !deadline.IsZero() {
-			deadlineCh = w.After(deadline.Sub(now))
-		}
-		if !batch.IsZero() {
-			batchCh = time.After(time.Until(batch))
+			timer = w.At(deadline)
 		}
 		select {
 		case <-ctx.Done():
 		case <-changed:
-		case <-deadlineCh:
-		case <-batchCh:
+		case <-timer:
 		}
 		cancel()
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 	}
 }
@@ -185,7 +189,7 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 		return deadline
 	}
 	if _, ok := pending[d.ID]; !ok && w.newlyHealthy(st, d) {
-		pending[d.ID] = time.Now().Add(w.EvalBatch)
+		pending[d.ID] = now.Add(w.EvalBatch)
 	}
 	return deadline
 }

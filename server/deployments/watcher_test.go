@@ -2,6 +2,7 @@ package deployments_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,17 +17,22 @@ import (
 func startWatcher(t *testing.T, f *deploytest.Fixture) {
 	t.Helper()
 	w := deployments.NewWatcher(f.Deps)
-	w.After = f.Clock.After
+	w.At = f.Clock.At
+	runWatcher(t, w)
+}
+
+func runWatcher(t *testing.T, w *deployments.Watcher) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("watcher returned %v", err)
+			}
 		case <-time.After(5 * time.Second):
 			t.Error("watcher did not stop when its context was cancelled")
 		}
@@ -51,6 +57,32 @@ func waitFor(t *testing.T, f *deploytest.Fixture, what string, cond func(s *stat
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
+}
+
+// advanceUntil moves the fake clock on by step until cond holds (the
+// watcher may not have seen the last change yet when the clock first
+// moves), failing the test after 100 steps.
+func advanceUntil(t *testing.T, f *deploytest.Fixture, step time.Duration, what string, cond func(s *state.Store) bool) {
+	t.Helper()
+	for range 100 {
+		f.Clock.Advance(step)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		for {
+			s := f.Deps.State()
+			ws := memdb.NewWatchSet()
+			s.Deployments(ws, state.AllNamespaces, "")
+			s.Evals(ws, state.AllNamespaces)
+			if cond(s) {
+				cancel()
+				return
+			}
+			if ws.WatchCtx(ctx) != nil {
+				break
+			}
+		}
+		cancel()
+	}
+	t.Fatalf("timed out waiting for %s", what)
 }
 
 // stays checks that cond keeps holding for a while (the watcher did nothing).
@@ -252,13 +284,14 @@ func TestWatcherNoAutoPromote(t *testing.T) {
 		deploytest.Group{Name: "web", Count: 3, Canary: 1, ProgressDeadline: 10 * time.Minute})))
 	startWatcher(t, f)
 	f.Health(true, allocs[0].ID)
-	waitFor(t, f, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 1 })
+	advanceUntil(t, f, 100*time.Millisecond, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 1 })
 	if got := f.Deployment(d.ID); got.TaskGroups["web"].Promoted {
 		t.Error("promoted without AutoPromote")
 	}
 }
 
-// Allocations becoming healthy make one batched evaluation per burst.
+// Allocations becoming healthy make one batched evaluation per burst; the
+// batch closes on the watcher's clock, not on real time.
 func TestWatcherHealthyEval(t *testing.T) {
 	f := deploytest.Start(t)
 	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v0",
@@ -266,16 +299,17 @@ func TestWatcherHealthyEval(t *testing.T) {
 	startWatcher(t, f)
 	f.Health(true, allocs[0].ID)
 	f.Health(true, allocs[1].ID)
-	waitFor(t, f, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) >= 1 })
+	start := f.Clock.Now()
+	stays(t, f, "no evaluation while the clock stands before the batch closes", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 0 })
+	advanceUntil(t, f, 50*time.Millisecond, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) >= 1 })
 	stays(t, f, "one evaluation for the burst", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 1 })
 	e := watcherEvals(f.Deps.State(), "web")[0]
-	now := f.Clock.Now().UnixNano()
 	if e.DeploymentID != d.ID || e.Status != state.EvalStatusPending || e.Type != "service" || e.Priority != 50 ||
-		e.JobID != "web" || e.Namespace != "default" || e.CreateTime != now {
-		t.Errorf("eval: %+v", e)
+		e.JobID != "web" || e.Namespace != "default" || e.CreateTime < start.Add(100*time.Millisecond).UnixNano() || e.CreateTime > f.Clock.Now().UnixNano() {
+		t.Errorf("eval (batch of 100ms from %v): %+v", start, e)
 	}
 	hidx := f.Health(true, allocs[2].ID)
-	waitFor(t, f, "a second evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 2 })
+	advanceUntil(t, f, 50*time.Millisecond, "a second evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 2 })
 	if es := watcherEvals(f.Deps.State(), "web"); es[0].CreateIndex <= hidx && es[1].CreateIndex <= hidx {
 		t.Errorf("second evaluation not after the health report at %d", hidx)
 	}
@@ -315,5 +349,45 @@ func TestWatcherDeadlineFailingGroupRevert(t *testing.T) {
 	waitFor(t, f, "failed", status(d.ID, state.DeploymentStatusFailed))
 	if got := f.Deployment(d.ID); got.StatusDescription != "Failed due to progress deadline" {
 		t.Errorf("description %q, want no rollback suffix", got.StatusDescription)
+	}
+}
+
+// racingClock is the fixture's clock, except that once armed, the next read
+// returns the time and then moves the clock on: as a test's Advance landing
+// between the watcher reading the clock and arming its timer.
+type racingClock struct {
+	*deploytest.Clock
+	armed atomic.Int64 // nanoseconds to advance by on the next read
+}
+
+func (c *racingClock) Now() time.Time {
+	now := c.Clock.Now()
+	if d := c.armed.Swap(0); d != 0 {
+		c.Clock.Advance(time.Duration(d))
+	}
+	return now
+}
+
+// The watcher's timers are points of its clock: a clock moved on between
+// its read and the timer's arming fires the timer at once instead of
+// pushing the deadline out by the move (which a duration-based timer did).
+func TestWatcherDeadlineNotPushedOutByClockMove(t *testing.T) {
+	f := deploytest.Start(t)
+	d, allocs := f.Deploy(f.RegisterJob(deploytest.Job("default", "web", "v0",
+		deploytest.Group{Name: "web", Count: 2, ProgressDeadline: 10 * time.Minute})))
+	clock := &racingClock{Clock: f.Clock}
+	deps := f.Deps
+	deps.Now = clock.Now
+	w := deployments.NewWatcher(deps)
+	w.At = f.Clock.At
+	w.EvalBatch = time.Hour // no batch timer to wake it early
+	runWatcher(t, w)
+	stays(t, f, "running before the deadline", status(d.ID, state.DeploymentStatusRunning))
+
+	clock.armed.Store(int64(11 * time.Minute))
+	f.Health(true, allocs[0].ID) // progress: due 10m from now; wakes the watcher
+	waitFor(t, f, "failed on the deadline the clock passed while the watcher armed its timer", status(d.ID, state.DeploymentStatusFailed))
+	if got := f.Deployment(d.ID); got.StatusDescription != "Failed due to progress deadline" {
+		t.Errorf("description %q", got.StatusDescription)
 	}
 }

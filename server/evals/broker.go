@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/scheduler/usage"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
@@ -42,7 +43,7 @@ type Broker struct {
 	workers int
 	logger  hclog.Logger
 
-	usage usageView
+	usage usage.View
 
 	processed atomic.Uint64
 	failed    atomic.Uint64
@@ -61,7 +62,7 @@ func New(deps svc.Deps, factory Factory, workers int) *Broker {
 // AllocsDeleted tells the broker that allocations were deleted at index
 // idx (a garbage collection): its usage view rebuilds once it reads a
 // state that far.
-func (b *Broker) AllocsDeleted(idx uint64) { b.usage.resetFrom(idx) }
+func (b *Broker) AllocsDeleted(idx uint64) { b.usage.ResetFrom(idx) }
 
 // Stats are counters since the process started.
 type Stats struct {
@@ -83,11 +84,13 @@ type outcome struct {
 // Run hands pending evaluations to the workers until ctx ends (leadership
 // is lost). It follows the evaluations table with watch sets, so a pending
 // evaluation written by anyone (a job registration, the deployment watcher,
-// a node going down) is picked up without polling.
-func (b *Broker) Run(ctx context.Context) {
+// a node going down) is picked up without polling. It returns an error when
+// it cannot read the state (the leader restarts it), after the workers
+// finished what they hold, so that no evaluation runs twice at once.
+func (b *Broker) Run(ctx context.Context) error {
 	// Another leader may have deleted allocations meanwhile (garbage
 	// collection): the usage view rebuilds from the state as it is now.
-	b.usage.resetFrom(b.deps.State().AllocsIndex())
+	b.usage.ResetFrom(b.deps.State().AllocsIndex())
 	work := make(chan *state.Evaluation)
 	done := make(chan outcome, b.workers)
 	for i := 0; i < b.workers; i++ {
@@ -100,6 +103,13 @@ func (b *Broker) Run(ctx context.Context) {
 	defer close(work)
 
 	idle := b.workers
+	// drain waits for the workers to finish what they hold.
+	drain := func() {
+		for idle < b.workers {
+			<-done
+			idle++
+		}
+	}
 	inflight := map[jobKey]bool{}
 	// handled are pending evaluations already given to a worker (or done)
 	// whose new status is not in the state yet.
@@ -112,8 +122,8 @@ func (b *Broker) Run(ctx context.Context) {
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
 		if err := queue.refresh(st, ws); err != nil {
-			b.logger.Error("failed to read pending evaluations", "error", err)
-			return
+			drain()
+			return fmt.Errorf("reading pending evaluations: %w", err)
 		}
 		for id := range handled {
 			if queue.pending[id] == nil {
@@ -128,8 +138,8 @@ func (b *Broker) Run(ctx context.Context) {
 		}
 		idx, err := st.NodesIndexWatch(ws)
 		if err != nil {
-			b.logger.Error("failed to read nodes", "error", err)
-			return
+			drain()
+			return fmt.Errorf("reading nodes: %w", err)
 		}
 		if idx != nodesIndex {
 			// New nodes or capacity: blocked evaluations may place now.
@@ -188,11 +198,8 @@ func (b *Broker) Run(ctx context.Context) {
 				t.Stop()
 			}
 			// Let the workers finish what they hold before returning.
-			for idle < b.workers {
-				<-done
-				idle++
-			}
-			return
+			drain()
+			return nil
 		case o := <-done:
 			idle++
 			delete(inflight, jobKey{o.eval.Namespace, o.eval.JobID})
@@ -293,7 +300,7 @@ func (p *planner) SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store,
 }
 
 // NodeUsage makes the planner the scheduler's UsageSource.
-func (p *planner) NodeUsage(snap *state.Store) (map[string]state.Resources, error) {
+func (p *planner) NodeUsage(snap usage.Source) (map[string]state.Resources, error) {
 	return p.broker.usage.NodeUsage(snap)
 }
 

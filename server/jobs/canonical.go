@@ -148,6 +148,10 @@ func canonicalGroup(g *GroupSpec, jobUpdate *UpdateSpec) *state.TaskGroup {
 		rp.Mode = str(r.Mode, rp.Mode)
 	}
 	tg.RestartPolicy = rp
+	if g.MaxClientDisconnect != nil {
+		d := *g.MaxClientDisconnect
+		tg.MaxClientDisconnect = &d
+	}
 	for _, t := range g.Tasks {
 		if t == nil {
 			t = &TaskSpec{}

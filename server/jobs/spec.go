@@ -120,8 +120,11 @@ type GroupSpec struct {
 	RestartPolicy    *RestartSpec
 	ReschedulePolicy *RescheduleSpec
 	Migrate          *MigrateSpec
-	Meta             map[string]string
-	Tasks            []*TaskSpec
+	// MaxClientDisconnect: how long allocations on a disconnected node
+	// stay unknown before they are lost (nil: lost at once).
+	MaxClientDisconnect *time.Duration
+	Meta                map[string]string
+	Tasks               []*TaskSpec
 
 	Constraints               Unsupported
 	Affinities                Unsupported
@@ -134,7 +137,6 @@ type GroupSpec struct {
 	ShutdownDelay             Unsupported
 	MaxRunDuration            Unsupported
 	StopAfterClientDisconnect Unsupported
-	MaxClientDisconnect       Unsupported
 	Scaling                   Unsupported
 	Consul                    Unsupported
 	PreventRescheduleOnLost   Unsupported

@@ -27,13 +27,16 @@ type Config struct {
 	// Grace is the extra time every ready node gets when this server
 	// becomes leader, since it never heard their heartbeats. Default: the TTL.
 	Grace time.Duration
+	// MaxNodes caps how many nodes may be registered (default DefaultMaxNodes).
+	MaxNodes int
 }
 
 // Service implements node registration, heartbeats and allocation updates.
 type Service struct {
-	deps  svc.Deps
-	ttl   time.Duration
-	grace time.Duration
+	deps     svc.Deps
+	ttl      time.Duration
+	grace    time.Duration
+	maxNodes int
 
 	mu sync.Mutex
 	// hb is the heartbeat tracker while this server leads, else nil.
@@ -48,7 +51,10 @@ func New(deps svc.Deps, cfg Config) *Service {
 	if cfg.Grace <= 0 {
 		cfg.Grace = cfg.HeartbeatTTL
 	}
-	return &Service{deps: deps, ttl: cfg.HeartbeatTTL, grace: cfg.Grace}
+	if cfg.MaxNodes <= 0 {
+		cfg.MaxNodes = DefaultMaxNodes
+	}
+	return &Service{deps: deps, ttl: cfg.HeartbeatTTL, grace: cfg.Grace, maxNodes: cfg.MaxNodes}
 }
 
 // HeartbeatTTL is the TTL the service answers.
@@ -66,41 +72,42 @@ func nodeNotFound(id string) error {
 	return &state.Error{Code: state.ErrNotFound, Msg: fmt.Sprintf("node %s not found", id)}
 }
 
+// Registration answers a registration.
+type Registration struct {
+	NodeID string
+	// SecretID is the node's secret, answered once: when it was minted
+	// (the node's first registration), "" on re-registrations.
+	SecretID     string
+	HeartbeatTTL time.Duration
+	Index        uint64
+}
+
 // Register registers a node, or re-registers it (same ID, or no ID and the
-// same name and datacenter as a known node), and makes it ready. It answers
-// the node's ID, the heartbeat TTL and the Raft index of the write.
-func (s *Service) Register(node *state.Node) (string, time.Duration, uint64, error) {
+// same name and datacenter as a known node), and makes it ready. A new
+// node needs node:write and gets a secret, minted here and written in the
+// registration's Raft entry (so every server has it); an existing node
+// needs its secret (mayRegister).
+func (s *Service) Register(c Caller, node *state.Node) (*Registration, error) {
 	if node == nil {
-		return "", 0, 0, invalid("missing node")
+		return nil, invalid("missing node")
 	}
 	n := *node
-	if n.Name == "" {
-		return "", 0, 0, invalid("Node Name is required")
-	}
-	if !nameRE.MatchString(n.Name) {
-		return "", 0, 0, invalid("Node Name %q is invalid: letters, digits, '.', '_' and '-', at most 128 characters", n.Name)
-	}
-	if n.Datacenter == "" {
-		n.Datacenter = "dc1"
-	}
-	if !nameRE.MatchString(n.Datacenter) {
-		return "", 0, 0, invalid("Node Datacenter %q is invalid: letters, digits, '.', '_' and '-', at most 128 characters", n.Datacenter)
-	}
-	if n.ID != "" && !uuidRE.MatchString(n.ID) {
-		return "", 0, 0, invalid("Node ID %q is invalid: a 36-character UUID is required", n.ID)
+	n.SecretID = ""
+	if err := s.validNode(&n); err != nil {
+		return nil, err
 	}
 	store := s.deps.State()
 	var old *state.Node
 	if n.ID != "" {
 		_, existing, err := store.Node(nil, n.ID)
 		if err != nil {
-			return "", 0, 0, err
+			return nil, err
 		}
 		old = existing
 	} else {
 		_, all, err := store.Nodes(nil)
 		if err != nil {
-			return "", 0, 0, err
+			return nil, err
 		}
 		for _, e := range all {
 			if e.Name == n.Name && e.Datacenter == n.Datacenter {
@@ -108,11 +115,30 @@ func (s *Service) Register(node *state.Node) (string, time.Duration, uint64, err
 				break
 			}
 		}
-		if old != nil {
-			n.ID = old.ID
-		} else {
+	}
+	// Checked before the ID of a node found by name is used: the answer
+	// must not tell it to a caller that is not that node.
+	if err := mayRegister(c, old); err != nil {
+		return nil, err
+	}
+	var minted string
+	switch {
+	case old == nil:
+		if err := s.checkNodeCount(store); err != nil {
+			return nil, err
+		}
+		if n.ID == "" {
 			n.ID = uuid.NewString()
 		}
+		minted = uuid.NewString()
+		n.SecretID = minted
+	case old.SecretID == "":
+		n.ID = old.ID
+		minted = uuid.NewString()
+		n.SecretID = minted
+	default:
+		n.ID = old.ID
+		n.SecretID = old.SecretID
 	}
 	n.Status = state.NodeStatusReady
 	n.StatusDescription = ""
@@ -123,10 +149,10 @@ func (s *Service) Register(node *state.Node) (string, time.Duration, uint64, err
 		n.SchedulingEligibility = old.SchedulingEligibility
 	}
 	if _, err := fsm.Apply(s.deps.Raft, fsm.NodeRegister, &fsm.NodeRegisterRequest{Node: &n}); err != nil {
-		return "", 0, 0, err
+		return nil, err
 	}
 	s.resetTimer(n.ID)
-	return n.ID, s.ttl, s.indexOfNode(n.ID), nil
+	return &Registration{NodeID: n.ID, SecretID: minted, HeartbeatTTL: s.ttl, Index: s.indexOfNode(n.ID)}, nil
 }
 
 // indexOfNode is the index the node was last written at (the write just made).
@@ -140,17 +166,14 @@ func (s *Service) indexOfNode(id string) uint64 {
 
 // Heartbeat records that a node is alive: a down node becomes ready again,
 // and its TTL starts over. It answers the TTL and the nodes table's index.
-func (s *Service) Heartbeat(nodeID string) (time.Duration, uint64, error) {
-	_, n, err := s.deps.State().Node(nil, nodeID)
+// Only the node itself may (its secret).
+func (s *Service) Heartbeat(c Caller, nodeID string) (time.Duration, uint64, error) {
+	n, err := s.confine(s.deps.State(), c, nodeID)
 	if err != nil {
 		return 0, 0, err
 	}
-	if n == nil {
-		return 0, 0, nodeNotFound(nodeID)
-	}
 	if n.Status != state.NodeStatusReady {
-		req := &fsm.NodeStatusRequest{NodeID: nodeID, Status: state.NodeStatusReady, Now: s.deps.NowNanos()}
-		if _, err := fsm.Apply(s.deps.Raft, fsm.NodeStatus, req); err != nil {
+		if err := s.markReady(nodeID); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -214,8 +237,13 @@ func validUpdate(i int, u *state.AllocClientUpdate) error {
 // entry, with a pending alloc-failure evaluation for every job one of whose
 // allocations newly failed (or ended while still meant to run), so that the
 // scheduler replaces it. Reports about allocations that are gone or on
-// another node are dropped. It answers the index of the write.
-func (s *Service) UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate) (uint64, error) {
+// another node refuse the whole report (only the node itself reports, on
+// its own allocations). It answers the index of the write.
+func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocClientUpdate) (uint64, error) {
+	store := s.deps.State()
+	if _, err := s.confine(store, c, nodeID); err != nil {
+		return 0, err
+	}
 	if len(updates) > MaxAllocUpdates {
 		return 0, invalid("Allocs has %d updates: at most %d are allowed", len(updates), MaxAllocUpdates)
 	}
@@ -224,13 +252,8 @@ func (s *Service) UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate
 			return 0, err
 		}
 	}
-	store := s.deps.State()
-	_, node, err := store.Node(nil, nodeID)
-	if err != nil {
+	if err := checkOwnReports(store, nodeID, updates); err != nil {
 		return 0, err
-	}
-	if node == nil {
-		return 0, nodeNotFound(nodeID)
 	}
 	now := s.deps.Now()
 	keep := make([]*state.AllocClientUpdate, 0, len(updates))
@@ -241,7 +264,7 @@ func (s *Service) UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate
 		if err != nil {
 			return 0, err
 		}
-		if a == nil || a.NodeID != nodeID {
+		if a == nil {
 			continue
 		}
 		// The server's verdict "lost" stands: the client only confirms it stopped.
@@ -249,7 +272,8 @@ func (s *Service) UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate
 			continue
 		}
 		keep = append(keep, u)
-		if !needsReplacement(a, u.ClientStatus) || jobs[[2]string{a.Namespace, a.JobID}] {
+		trigger := evalTrigger(a, u.ClientStatus)
+		if trigger == "" || jobs[[2]string{a.Namespace, a.JobID}] {
 			continue
 		}
 		_, job, err := store.Job(nil, a.Namespace, a.JobID)
@@ -260,7 +284,7 @@ func (s *Service) UpdateAllocs(nodeID string, updates []*state.AllocClientUpdate
 			continue
 		}
 		jobs[[2]string{a.Namespace, a.JobID}] = true
-		evals = append(evals, newEval(job, state.EvalTriggerRetryFailedAlloc, nodeID, now))
+		evals = append(evals, newEval(job, trigger, nodeID, now))
 	}
 	if len(keep) == 0 {
 		return store.AllocsIndex(), nil
@@ -319,32 +343,24 @@ func newEval(job *state.Job, trigger, nodeID string, now time.Time) *state.Evalu
 	}
 }
 
-// AllocsForNode lists a node's allocations that have not ended on the
-// client (complete, failed or lost), each with the task group of its job
-// version, for its client.
-// An unknown node is not found, so that its client registers again.
 // AllocsIndexForNode is the index AllocsForNode would report, without
 // building the list: a node's blocking read waits on it.
-func (s *Service) AllocsIndexForNode(ws memdb.WatchSet, nodeID string) (uint64, error) {
+func (s *Service) AllocsIndexForNode(c Caller, ws memdb.WatchSet, nodeID string) (uint64, error) {
 	store := s.deps.State()
-	_, n, err := store.Node(nil, nodeID)
-	if err != nil {
+	if _, err := s.confine(store, c, nodeID); err != nil {
 		return 0, err
-	}
-	if n == nil {
-		return 0, nodeNotFound(nodeID)
 	}
 	return store.ClientAllocsIndex(ws, nodeID)
 }
 
-func (s *Service) AllocsForNode(ws memdb.WatchSet, nodeID string) (uint64, []*state.ClientAlloc, error) {
+// AllocsForNode lists a node's allocations that have not ended on the
+// client (complete, failed or lost), each with the task group of its job
+// version, for its client (the node itself only). An unknown node is not
+// found, so that its client registers again.
+func (s *Service) AllocsForNode(c Caller, ws memdb.WatchSet, nodeID string) (uint64, []*state.ClientAlloc, error) {
 	store := s.deps.State()
-	_, n, err := store.Node(nil, nodeID)
-	if err != nil {
+	if _, err := s.confine(store, c, nodeID); err != nil {
 		return 0, nil, err
-	}
-	if n == nil {
-		return 0, nil, nodeNotFound(nodeID)
 	}
 	idx, all, err := store.ClientAllocs(ws, nodeID)
 	if err != nil {

@@ -2,10 +2,12 @@ package scheduler
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/scheduler/usage"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
@@ -27,6 +29,19 @@ type harness struct {
 	beforeApply func(h *harness)
 	// afterApply, when set, runs after each applied plan (invariant checks).
 	afterApply func(h *harness, p *state.Plan, before *state.Store)
+
+	// usage is the per-node usage view production's planner gives the
+	// scheduler. Every evaluation is also computed without it (the walk
+	// over every allocation) and the two plans must agree, unless
+	// noCrossCheck (benchmarks).
+	usage        usage.View
+	noCrossCheck bool
+}
+
+// NodeUsage makes the harness the scheduler's UsageSource, as the broker's
+// planner is.
+func (h *harness) NodeUsage(snap usage.Source) (map[string]state.Resources, error) {
+	return h.usage.NodeUsage(snap)
 }
 
 func newHarness(t testing.TB) *harness {
@@ -192,11 +207,48 @@ func (h *harness) eval(id string) *state.Evaluation {
 // returns the evaluation as stored afterwards.
 func (h *harness) process(e *state.Evaluation) *state.Evaluation {
 	h.t.Helper()
+	if !h.noCrossCheck {
+		h.crossCheck(e)
+	}
 	s := NewServiceScheduler(hclog.NewNullLogger(), h.store.PointInTime(), h, h.clock)
 	if err := s.Process(e); err != nil {
 		h.t.Fatalf("process %s: %v", e.ID, err)
 	}
 	return h.eval(e.ID)
+}
+
+// crossCheck computes the evaluation's plan with the usage view and with
+// the walk over every allocation: the same placements on the same nodes,
+// the same stops and in-place updates.
+func (h *harness) crossCheck(e *state.Evaluation) {
+	h.t.Helper()
+	snap := h.store.PointInTime()
+	withView, err := compute(snap, e, h, h.now)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	walked, err := compute(snap, e, nil, h.now)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if a, b := planShape(withView.plan), planShape(walked.plan); !reflect.DeepEqual(a, b) {
+		h.t.Fatalf("the usage view and the walk disagree:\nview %v\nwalk %v", a, b)
+	}
+}
+
+// planShape is a plan without its random IDs.
+func planShape(p *state.Plan) []string {
+	var out []string
+	for _, a := range p.Placements {
+		out = append(out, "place "+a.Name+" on "+a.NodeID)
+	}
+	for _, st := range p.Stops {
+		out = append(out, "stop "+st.AllocID+" "+st.DesiredDescription)
+	}
+	for _, ip := range p.InPlace {
+		out = append(out, "inplace "+ip.AllocID)
+	}
+	return out
 }
 
 // run writes an evaluation for the job and processes it.
@@ -273,11 +325,11 @@ var yes, no = ptr(true), ptr(false)
 func ptr[T any](v T) *T { return &v }
 
 // healthy marks every live allocation of the job that has no health yet
-// running and healthy.
+// running and healthy (not an unknown one: its node is cut off).
 func (h *harness) healthy(jobID string) int {
 	var todo []*state.Allocation
 	for _, a := range h.live(jobID) {
-		if a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil {
+		if (a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil) && a.ClientStatus != state.AllocClientStatusUnknown {
 			todo = append(todo, a)
 		}
 	}

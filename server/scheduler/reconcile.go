@@ -29,7 +29,7 @@ type result struct {
 
 // reconciler computes one plan from one point-in-time state.
 type reconciler struct {
-	snap     *state.Store
+	snap     State
 	eval     *state.Evaluation
 	job      *state.Job
 	res      *result
@@ -72,16 +72,18 @@ type groupState struct {
 	later       []delayedReschedule
 	// migrate are the live allocations a drain marked to move
 	// (DesiredTransition.Migrate): they count toward Count until replaced.
-	migrate    []*state.Allocation
-	missing    int
-	hadRunning bool
+	migrate []*state.Allocation
+	// disconnecting become unknown in this plan (their node disconnected).
+	disconnecting []*state.Allocation
+	missing       int
+	hadRunning    bool
 
 	placed, queued int
 	requireCanary  bool
 }
 
 // compute reconciles the evaluation's job with snap and returns the plan.
-func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now time.Time) (*result, error) {
+func compute(snap State, eval *state.Evaluation, usage UsageSource, now time.Time) (*result, error) {
 	ns, jobID := eval.Namespace, eval.JobID
 	_, job, err := snap.Job(nil, ns, jobID)
 	if err != nil {
@@ -97,7 +99,8 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now t
 	}
 	r := &reconciler{
 		snap: snap, eval: eval, job: job,
-		res:      &result{plan: &state.Plan{EvalID: eval.ID, Namespace: ns, JobID: jobID}, queued: map[string]int{}},
+		res: &result{plan: &state.Plan{EvalID: eval.ID, Namespace: ns, JobID: jobID,
+			Annotations: &state.PlanAnnotations{DesiredTGUpdates: map[string]*state.DesiredUpdates{}}}, queued: map[string]int{}},
 		versions: map[uint64]*state.Job{},
 		stopped:  map[string]bool{},
 		now:      now,
@@ -160,12 +163,17 @@ func compute(snap *state.Store, eval *state.Evaluation, usage UsageSource, now t
 		}
 		groups = append(groups, gs)
 		r.res.queued[tg.Name] = 0
+		r.desired(tg.Name)
 		r.createFollowups(gs.later)
 	}
 	r.createDeployment(groups)
 	for _, gs := range groups {
 		r.reconcileGroup(gs)
 	}
+	for _, gs := range groups {
+		r.markDisconnected(gs.disconnecting)
+	}
+	r.dropStoppedClientStates()
 	r.finishDeployment(groups)
 	if r.deployment != nil {
 		r.res.deploymentID = r.deployment.ID
@@ -228,14 +236,28 @@ func (r *reconciler) stop(a *state.Allocation, desc, clientStatus string) {
 // addStop records the stop only (its resources were already released).
 func (r *reconciler) addStop(a *state.Allocation, desc, clientStatus string) {
 	r.stopped[a.ID] = true
+	if desc != allocUpdating { // a destructive update counts as such
+		r.desired(a.TaskGroup).Stop++
+	}
 	r.res.plan.Stops = append(r.res.plan.Stops, &state.AllocStop{AllocID: a.ID, DesiredDescription: desc, ClientStatus: clientStatus})
 }
 
-// tainted says whether the allocation's node is gone or down (its live
-// allocations are lost).
+// desired is the group's entry in the plan's annotations.
+func (r *reconciler) desired(group string) *state.DesiredUpdates {
+	m := r.res.plan.Annotations.DesiredTGUpdates
+	d := m[group]
+	if d == nil {
+		d = &state.DesiredUpdates{}
+		m[group] = d
+	}
+	return d
+}
+
+// tainted says whether the allocation's node is gone, down or
+// disconnected (what runs there is lost, unless taintOf says otherwise).
 func (r *reconciler) tainted(nodeID string) bool {
 	n := r.nodes[nodeID]
-	return n == nil || n.Status == state.NodeStatusDown
+	return n == nil || n.Status == state.NodeStatusDown || n.Status == state.NodeStatusDisconnected
 }
 
 // stillFits says whether the allocation's node is still in the job's
@@ -296,10 +318,38 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 	}
 	canaryState := gs.dstate != nil && gs.dstate.DesiredCanaries > 0 && !gs.dstate.Promoted
 
+	r.reconcileReconnecting(allocs, canaryIDs)
 	var live []*state.Allocation
 	for _, a := range allocs {
 		if a.JobVersion == r.job.Version {
 			gs.hadRunning = true
+		}
+		if r.stopped[a.ID] {
+			continue // a reconnect decided its fate
+		}
+		if !canaryIDs[a.ID] && a.DesiredStatus == state.AllocDesiredStatusRun && !a.ClientTerminalStatus() {
+			switch r.taintOf(a) {
+			case taintLost:
+				r.stop(a, allocLost, state.AllocClientStatusLost)
+				gs.addDonor(a, "")
+				continue
+			case taintDisconnecting:
+				// Unknown from now on; replaced at once when its policy
+				// allows, else it keeps its place in the group.
+				gs.disconnecting = append(gs.disconnecting, a)
+				if r.replaceDisconnected(a) {
+					gs.addDonor(a, "")
+					gs.rescheduled[a.ID] = true
+					continue
+				}
+				live = append(live, a)
+				continue
+			case taintUnknown:
+				if !replaced(a, allocs) {
+					live = append(live, a)
+				}
+				continue
+			}
 		}
 		failed := a.ClientStatus == state.AllocClientStatusFailed
 		if failed && a.DesiredStatus == state.AllocDesiredStatusRun {
@@ -430,11 +480,11 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 		if err != nil {
 			return nil, err
 		}
-		// An unchanged group is updated in place only where it may still
-		// run (the job's datacenters may have changed), as Nomad checks;
-		// a failed allocation kept by its reschedule policy has nothing
-		// running to update: the new version replaces it.
-		if old == nil || state.TaskGroupChanged(old, r.job, tg.Name) || !r.stillFits(a, tg) || a.ClientStatus == state.AllocClientStatusFailed {
+		// What a running task can take on is updated in place, and only
+		// where it may still run (the job's datacenters may have changed),
+		// as Nomad checks; a failed allocation kept by its reschedule
+		// policy has nothing running to update: the new version replaces it.
+		if old == nil || tasksUpdated(old, r.job, tg.Name).modified || !r.stillFits(a, tg) || a.ClientStatus == state.AllocClientStatusFailed {
 			gs.destructive = append(gs.destructive, a)
 		} else {
 			gs.inplace = append(gs.inplace, a)

@@ -22,6 +22,12 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 	ready := !tracked || r.deployment.Status == state.DeploymentStatusRunning
 	canaryState := tracked && gs.dstate.DesiredCanaries > 0 && !gs.dstate.Promoted
 
+	desired := r.desired(gs.tg.Name)
+	desired.InPlaceUpdate += uint64(len(gs.inplace))
+	desired.Ignore += uint64(len(gs.current))
+	if canaryState {
+		desired.Ignore += uint64(len(gs.canaries))
+	}
 	for _, a := range gs.inplace {
 		r.res.plan.InPlace = append(r.res.plan.InPlace, &state.AllocInPlace{AllocID: a.ID, JobVersion: r.job.Version, DeploymentID: depID})
 	}
@@ -113,8 +119,10 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 
 	// Destructive updates: at most limit in flight; the old allocation is
 	// stopped in the same plan as its replacement is placed.
+	started := 0
 	if ready && !canaryState {
-		for _, a := range gs.destructive[:min(len(gs.destructive), limit)] {
+		started = min(len(gs.destructive), limit)
+		for _, a := range gs.destructive[:started] {
 			r.placer.release(a)
 			if !r.placeReplacement(gs, a, depID) {
 				r.placer.reclaim(a)
@@ -123,6 +131,8 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 			r.addStop(a, allocUpdating, "")
 		}
 	}
+	desired.DestructiveUpdate += uint64(started)
+	desired.Ignore += uint64(len(gs.destructive) - started)
 }
 
 // migrate replaces the allocations a drain marked, each stopped in the
@@ -232,6 +242,11 @@ func (r *reconciler) placeAlloc(gs *groupState, idx int, prev *state.Allocation,
 	stopDesc := ""
 	if prev != nil {
 		stopDesc = gs.donorStop[prev.ID]
+	}
+	if canary {
+		r.desired(gs.tg.Name).Canary++
+	} else {
+		r.desired(gs.tg.Name).Place++
 	}
 	return r.placeAllocNamed(gs, idx, prev, canary, depID, stopDesc)
 }

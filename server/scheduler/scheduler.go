@@ -8,10 +8,28 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/scheduler/usage"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
 )
+
+// State is what the scheduler reads: one point-in-time state, read only.
+// (*state.Store's point-in-time copies are one.)
+type State interface {
+	usage.Source
+	Job(ws memdb.WatchSet, ns, id string) (uint64, *state.Job, error)
+	JobVersion(ws memdb.WatchSet, ns, id string, version uint64) (uint64, *state.Job, error)
+	AllocsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*state.Allocation, error)
+	// Allocs of every namespace (state.AllNamespaces): the per-node usage
+	// without a UsageSource.
+	Allocs(ws memdb.WatchSet, ns string) (uint64, []*state.Allocation, error)
+	DeploymentsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*state.Deployment, error)
+	Nodes(ws memdb.WatchSet) (uint64, []*state.Node, error)
+	EvalsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*state.Evaluation, error)
+	NodesIndex() uint64
+}
 
 // Planner is what the scheduler writes through (the leader's plan applier
 // and evaluation writer, or a test harness).
@@ -29,7 +47,7 @@ type Planner interface {
 // (The plan applier checks room again, so a view slightly ahead of snap
 // costs at most a refused plan.)
 type UsageSource interface {
-	NodeUsage(snap *state.Store) (map[string]state.Resources, error)
+	NodeUsage(snap usage.Source) (map[string]state.Resources, error)
 }
 
 // Scheduler processes one evaluation.
@@ -49,14 +67,14 @@ const (
 
 type serviceScheduler struct {
 	logger  hclog.Logger
-	snap    *state.Store
+	snap    State
 	planner Planner
 	now     func() time.Time
 }
 
 // NewServiceScheduler returns a scheduler for service jobs that reads snap
 // (a point-in-time store) and writes through planner.
-func NewServiceScheduler(logger hclog.Logger, snap *state.Store, planner Planner, now func() time.Time) Scheduler {
+func NewServiceScheduler(logger hclog.Logger, snap State, planner Planner, now func() time.Time) Scheduler {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
@@ -97,7 +115,7 @@ func (s *serviceScheduler) Process(eval *state.Evaluation) error {
 // complete marks the evaluation complete with what it could not place, and
 // leaves a blocked evaluation behind when something was short of nodes,
 // resources or drivers (one per job: an existing one is reused).
-func (s *serviceScheduler) complete(snap *state.Store, eval *state.Evaluation, res *result) error {
+func (s *serviceScheduler) complete(snap State, eval *state.Evaluation, res *result) error {
 	e := *eval
 	e.Status = state.EvalStatusComplete
 	e.StatusDescription = ""
@@ -121,7 +139,7 @@ func (s *serviceScheduler) complete(snap *state.Store, eval *state.Evaluation, r
 
 // blockedEval returns the job's blocked evaluation, creating it when there
 // is none: the broker re-runs it when the nodes change.
-func (s *serviceScheduler) blockedEval(snap *state.Store, eval *state.Evaluation, queued map[string]int) (string, error) {
+func (s *serviceScheduler) blockedEval(snap State, eval *state.Evaluation, queued map[string]int) (string, error) {
 	_, evals, err := snap.EvalsByJob(nil, eval.Namespace, eval.JobID)
 	if err != nil {
 		return "", err
@@ -141,7 +159,7 @@ func (s *serviceScheduler) blockedEval(snap *state.Store, eval *state.Evaluation
 
 // failAttempts marks the evaluation failed after too many refused plans,
 // with a blocked evaluation to try again when the cluster changes (Nomad's).
-func (s *serviceScheduler) failAttempts(snap *state.Store, eval *state.Evaluation) error {
+func (s *serviceScheduler) failAttempts(snap State, eval *state.Evaluation) error {
 	b := s.followUp(snap, eval, state.EvalTriggerMaxPlans, descBlockedConflicts)
 	if err := s.planner.CreateEval(b); err != nil {
 		return fmt.Errorf("evaluation %s: creating blocked evaluation: %w", eval.ID, err)
@@ -157,7 +175,7 @@ func (s *serviceScheduler) failAttempts(snap *state.Store, eval *state.Evaluatio
 	return nil
 }
 
-func (s *serviceScheduler) followUp(snap *state.Store, eval *state.Evaluation, trigger, desc string) *state.Evaluation {
+func (s *serviceScheduler) followUp(snap State, eval *state.Evaluation, trigger, desc string) *state.Evaluation {
 	now := s.now().UnixNano()
 	typ := eval.Type
 	if typ == "" {
@@ -178,4 +196,17 @@ func (s *serviceScheduler) followUp(snap *state.Store, eval *state.Evaluation, t
 		CreateTime:        now,
 		ModifyTime:        now,
 	}
+}
+
+// DryRun computes the plan the evaluation would make over snap and submits
+// nothing (what Nomad's job plan shows): the plan's Annotations say, per
+// group, what it would do, and queued what no node could take. view may
+// be nil (the walk over every allocation); now is the time reschedule
+// delays are counted to.
+func DryRun(snap State, eval *state.Evaluation, view UsageSource, now time.Time) (plan *state.Plan, queued map[string]int, err error) {
+	res, err := compute(snap, eval, view, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("evaluation %s: %w", eval.ID, err)
+	}
+	return res.plan, res.queued, nil
 }

@@ -29,7 +29,7 @@ import (
 )
 
 // Clock is a fake clock: Now stands still until Advance moves it, and the
-// channels of After fire when it passes their time.
+// channels of After and At fire when it passes their time.
 type Clock struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -61,6 +61,19 @@ func (c *Clock) After(d time.Duration) <-chan time.Time {
 		return ch
 	}
 	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
+	return ch
+}
+
+// At fires once the clock reaches t (at once if it has).
+func (c *Clock) At(t time.Time) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if !t.After(c.now) {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, waiter{t, ch})
 	return ch
 }
 
@@ -203,6 +216,12 @@ func Job(ns, id, meta string, groups ...Group) *state.Job {
 // returns the stored latest version.
 func (f *Fixture) RegisterJob(job *state.Job) *state.Job {
 	f.T.Helper()
+	// Jobs live in existing namespaces (Nomad's rule): make the job's first.
+	if _, ns, err := f.Deps.State().NamespaceByName(nil, job.Namespace); err != nil {
+		f.T.Fatal(err)
+	} else if ns == nil {
+		Apply(f, fsm.NamespaceUpsert, &fsm.NamespaceUpsertRequest{Namespaces: []*state.Namespace{{Name: job.Namespace}}})
+	}
 	Apply(f, fsm.JobRegister, &fsm.JobRegisterRequest{Job: job})
 	_, stored, err := f.Deps.State().Job(nil, job.Namespace, job.ID)
 	if err != nil || stored == nil {

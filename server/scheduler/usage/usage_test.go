@@ -1,4 +1,4 @@
-package evals
+package usage
 
 import (
 	"maps"
@@ -31,7 +31,7 @@ func TestUsageViewFollowsAllocations(t *testing.T) {
 		Placements: []*state.Allocation{alloc(a1), alloc(a2)}}); err != nil {
 		t.Fatal(err)
 	}
-	var v usageView
+	var v View
 	check := func(when string, cpu, mem int) {
 		t.Helper()
 		got, err := v.NodeUsage(s.PointInTime())
@@ -85,7 +85,7 @@ func TestUsageViewRebuildsAfterGC(t *testing.T) {
 			Resources: state.Resources{CPU: 100, MemoryMB: 10}}}}); err != nil {
 		t.Fatal(err)
 	}
-	var v usageView
+	var v View
 	usage := func(snap *state.Store) state.Resources {
 		t.Helper()
 		got, err := v.NodeUsage(snap)
@@ -110,11 +110,11 @@ func TestUsageViewRebuildsAfterGC(t *testing.T) {
 		t.Fatalf("gc: %+v %v", gc, err)
 	}
 	// Told nothing, a view keeps the deleted allocation's share for good.
-	stale := usageView{abandon: v.abandon, last: v.last, allocs: maps.Clone(v.allocs), nodes: maps.Clone(v.nodes)}
+	stale := View{abandon: v.abandon, last: v.last, allocs: maps.Clone(v.allocs), nodes: maps.Clone(v.nodes)}
 	if got, _ := stale.NodeUsage(s.PointInTime()); got[node.ID].CPU != 100 {
 		t.Fatalf("a view not told of the deletion: %+v (the test no longer shows why the reset is needed)", got[node.ID])
 	}
-	v.resetFrom(7)
+	v.ResetFrom(7)
 	if got := usage(s.PointInTime()); got.CPU != 0 {
 		t.Fatalf("after the deletion: %+v", got)
 	}

@@ -1,4 +1,7 @@
-package evals
+// Package usage keeps, per node, the resources the live allocations use,
+// up to date incrementally: the view the scheduler places against in
+// production (the broker's) and in its test harness alike.
+package usage
 
 import (
 	"sync"
@@ -6,13 +9,21 @@ import (
 	"github.com/ctlplane/ctlplane/state"
 )
 
-// usageView sums, per node, the resources of the live allocations, kept up
+// Source is what the view reads from a point-in-time state.
+type Source interface {
+	// AbandonCh identifies the store (a snapshot restore makes a new one).
+	AbandonCh() <-chan struct{}
+	AllocsIndex() uint64
+	AllocsModifiedSince(index uint64) ([]*state.Allocation, error)
+}
+
+// View sums, per node, the resources of the live allocations, kept up
 // to date by reading only the allocations written since the last refresh
 // (by ModifyIndex). Schedulers get it through the planner (the scheduler's
 // UsageSource) instead of walking every allocation of the cluster on every
 // evaluation. Workers share it; a view a little ahead of a worker's
 // snapshot costs at most a refused plan (the applier checks room again).
-type usageView struct {
+type View struct {
 	mu      sync.Mutex
 	abandon <-chan struct{} // identifies the store the view was built from
 	last    uint64
@@ -26,9 +37,9 @@ type usageView struct {
 	resetAt uint64
 }
 
-// resetFrom asks for a rebuild once a state at allocations index idx (or
+// ResetFrom asks for a rebuild once a state at allocations index idx (or
 // later) is read.
-func (v *usageView) resetFrom(idx uint64) {
+func (v *View) ResetFrom(idx uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.resetAt = max(v.resetAt, max(idx, 1))
@@ -40,7 +51,7 @@ type contribution struct {
 }
 
 // NodeUsage refreshes the view from snap and returns a copy of it.
-func (v *usageView) NodeUsage(snap *state.Store) (map[string]state.Resources, error) {
+func (v *View) NodeUsage(snap Source) (map[string]state.Resources, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if snap.AbandonCh() != v.abandon || (v.resetAt != 0 && snap.AllocsIndex() >= v.resetAt) {
@@ -72,7 +83,7 @@ func (v *usageView) NodeUsage(snap *state.Store) (map[string]state.Resources, er
 	return out, nil
 }
 
-func (v *usageView) add(node string, r state.Resources, sign int) {
+func (v *View) add(node string, r state.Resources, sign int) {
 	u := v.nodes[node]
 	u.CPU += sign * r.CPU
 	u.MemoryMB += sign * r.MemoryMB
