@@ -1,7 +1,9 @@
 package agent_test
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,6 +76,10 @@ func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 	if err != nil || resp.NodeModifyIndex == 0 {
 		t.Fatalf("drain: %+v %v", resp, err)
 	}
+	// Nomad's CLI follows the drain with this monitor.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	monitor := nomadAPI(t, ts).Nodes().MonitorDrain(ctx, node, resp.NodeModifyIndex, false)
 	floor := 3 - 1
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -94,6 +100,16 @@ func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 	n := drainedNode(t, ts, node)
 	if n.Drain || n.DrainStrategy != nil || n.SchedulingEligibility != state.NodeSchedulingIneligible || n.LastDrain.Status != state.DrainStatusComplete {
 		t.Fatalf("drained node: %+v", n)
+	}
+	var msgs []string
+	for m := range monitor {
+		if m.Level == nomad.MonitorMsgLevelError {
+			t.Fatalf("drain monitor: %s", m)
+		}
+		msgs = append(msgs, m.String())
+	}
+	if ctx.Err() != nil || !slices.Contains(msgs, "Drain complete for node "+node) {
+		t.Fatalf("drain monitor ended with %v: %q", ctx.Err(), msgs)
 	}
 	// Every old allocation was migrated, each replacement in its own plan.
 	created := map[uint64]bool{}

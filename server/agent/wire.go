@@ -45,18 +45,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
 
 	nodeDrainer := drainer.New(deps)
-	a.AddLeaderRoutine("node-drainer", func(ctx context.Context) {
-		// A failed read or write starts the drainer over after a pause.
-		for ctx.Err() == nil {
-			if err := nodeDrainer.Run(ctx); err != nil {
-				deps.Logger.Error("node drainer failed, restarting", "error", err)
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-		}
-	})
+	a.AddLeaderRoutineErr("node-drainer", nodeDrainer.Run)
 
 	a.GC = gc.New(deps, gc.Config{
 		Interval:            a.Config.GCInterval,
