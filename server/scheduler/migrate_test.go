@@ -85,6 +85,10 @@ func TestMigrateMarkedAllocsAreStoppedAndReplacedElsewhere(t *testing.T) {
 			t.Fatalf("replacement of %s: %+v", old.Name, repl)
 		}
 	}
+	// The plan's annotations count migrations as Nomad's DesiredTGUpdates do.
+	if u := h.plans[len(h.plans)-1].Annotations.DesiredTGUpdates["web"]; u == nil || u.Migrate != 2 || u.Stop != 0 || u.Place != 0 || u.Ignore != 2 {
+		t.Fatalf("annotations: %+v", u)
+	}
 	if n := len(h.deployments("web")); n != deps {
 		t.Fatalf("a migration created a deployment: %d, was %d", n, deps)
 	}

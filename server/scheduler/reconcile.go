@@ -236,7 +236,7 @@ func (r *reconciler) stop(a *state.Allocation, desc, clientStatus string) {
 // addStop records the stop only (its resources were already released).
 func (r *reconciler) addStop(a *state.Allocation, desc, clientStatus string) {
 	r.stopped[a.ID] = true
-	if desc != allocUpdating { // a destructive update counts as such
+	if desc != allocUpdating && desc != allocMigrating { // counted as such
 		r.desired(a.TaskGroup).Stop++
 	}
 	r.res.plan.Stops = append(r.res.plan.Stops, &state.AllocStop{AllocID: a.ID, DesiredDescription: desc, ClientStatus: clientStatus})

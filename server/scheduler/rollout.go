@@ -144,6 +144,7 @@ func (r *reconciler) migrate(gs *groupState, ready bool, depID string) {
 	if !ready {
 		depID = "" // a paused or failed deployment takes no placements
 	}
+	r.desired(gs.tg.Name).Migrate += uint64(len(gs.migrate))
 	byIndex(gs.migrate)
 	for _, a := range gs.migrate {
 		r.placer.release(a)
