@@ -114,6 +114,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerNodes()
 	h.registerJobs()
 	h.registerClientFS()
+	h.registerClientNode()
 	h.registerSystem()
 	h.registerNomadCLI()
 	return h
