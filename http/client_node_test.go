@@ -1,0 +1,165 @@
+package http_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/server/servertest"
+	nomad "github.com/hashicorp/nomad/api"
+)
+
+// cnEnv is a server with ACLs on and a real client agent (raw_exec, its
+// own API) running one task, reached with Nomad's Go client.
+type cnEnv struct {
+	s     *acxServer
+	v     *victim
+	nc    *nomad.Client // management token
+	alloc *nomad.Allocation
+}
+
+const cnScript = `mkdir -p "$NOMAD_TASK_DIR/data"; printf 'hello\n' > "$NOMAD_TASK_DIR/data/greeting.txt"
+ln -sf /etc "$NOMAD_TASK_DIR/etc-link"; ln -sf /etc/passwd "$NOMAD_TASK_DIR/passwd-link"; ln -sf data/greeting.txt "$NOMAD_TASK_DIR/inside-link"
+trap 'echo got-usr1' USR1
+echo started; i=0; while true; do i=$((i+1)); echo "line $i"; sleep 0.2; done`
+
+func cnStart(t *testing.T) *cnEnv {
+	t.Helper()
+	s := acxStart(t, "root-secret", servertest.ACL("root-secret"))
+	intro := s.tokenWithRules(t, "intro", `node = "write"`, "")
+	v := &victim{dir: t.TempDir(), token: intro.SecretID, url: s.URL}
+	v.start(t, true)
+	t.Cleanup(v.stop)
+	nc := nomadClient(t, s.TestServer, "root-secret")
+	job := nomad.NewServiceJob("files", "files", "global", 50)
+	job.Datacenters = []string{"dc1"}
+	tg := nomad.NewTaskGroup("web", 1)
+	task := nomad.NewTask("app", "raw_exec").SetConfig("command", "/bin/sh").SetConfig("args", []string{"-c", cnScript})
+	task.KillTimeout = new(time.Second)
+	task.Resources = &nomad.Resources{CPU: new(100), MemoryMB: new(64)}
+	tg.AddTask(task)
+	job.AddTaskGroup(tg)
+	if _, _, err := nc.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	e := &cnEnv{s: s, v: v, nc: nc}
+	atkWait(t, "the task to run and write its files", func() bool {
+		stubs, _, err := nc.Jobs().Allocations("files", false, nil)
+		if err != nil || len(stubs) != 1 || stubs[0].ClientStatus != "running" {
+			return false
+		}
+		e.alloc, _, err = nc.Allocations().Info(stubs[0].ID, nil)
+		return err == nil && strings.Contains(e.cat(t, "/v1/client/fs/logs/"+stubs[0].ID+"?task=app&type=stdout&plain=true"), "line 2")
+	})
+	return e
+}
+
+// cat GETs path on the server with the management token; "" unless 200.
+func (e *cnEnv) cat(t *testing.T, path string) string {
+	resp := e.s.Do(t, "GET", path, "", "X-Nomad-Token", "root-secret")
+	if resp.Status != 200 {
+		return ""
+	}
+	return resp.Body
+}
+
+// nomadStatus is the status of an error of Nomad's client.
+func nomadErr(t *testing.T, what string, err error, status int, contains string) {
+	t.Helper()
+	var ue nomad.UnexpectedResponseError
+	if !errors.As(err, &ue) || ue.StatusCode() != status || !strings.Contains(ue.Body(), contains) {
+		t.Errorf("%s: got %v, want %d …%s…", what, err, status, contains)
+	}
+}
+
+// TestClientFramedLogsNomadAPI: AllocFS().Logs decodes Nomad's framed
+// stream and yields the task's output (the node directly, with the
+// caller's token turned into a grant by the servers, and through the
+// servers); follow delivers new lines; a followed silent stream gets
+// heartbeats; plain=true stays plain.
+func TestClientFramedLogsNomadAPI(t *testing.T) {
+	e := cnStart(t)
+	cancel := make(chan struct{})
+	defer close(cancel)
+	frames, errs := e.nc.AllocFS().Logs(e.alloc, false, "app", nomad.FSLogNameStdout, nomad.OriginStart, 0, cancel, nil)
+	var got strings.Builder
+	var last *nomad.StreamFrame
+	for f := range frames {
+		got.Write(f.Data)
+		last = f
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("Logs: %v", err)
+	default:
+	}
+	if !strings.HasPrefix(got.String(), "started\nline 1\nline 2\n") {
+		t.Fatalf("Logs: %q", got.String())
+	}
+	if last == nil || last.File != "alloc/logs/app.stdout.0" || last.Offset != int64(got.Len()) {
+		t.Errorf("last frame: %+v (read %d bytes)", last, got.Len())
+	}
+
+	// Follow: lines written after the start arrive.
+	follow, errs := e.nc.AllocFS().Logs(e.alloc, true, "app", nomad.FSLogNameStdout, nomad.OriginEnd, 0, cancel, nil)
+	var followed strings.Builder
+	deadline := time.After(10 * time.Second)
+	for strings.Count(followed.String(), "\n") < 3 {
+		select {
+		case f, ok := <-follow:
+			if !ok {
+				t.Fatalf("the followed stream ended: %q", followed.String())
+			}
+			followed.Write(f.Data)
+		case err := <-errs:
+			t.Fatalf("follow: %v", err)
+		case <-deadline:
+			t.Fatalf("followed: %q", followed.String())
+		}
+	}
+	if !strings.HasPrefix(followed.String(), "line ") || strings.Contains(followed.String(), "started") {
+		t.Errorf("followed from the end: %q", followed.String())
+	}
+
+	// Through the servers, by hand: frames, then heartbeats on a silent stream.
+	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.s.URL+"/v1/client/fs/logs/"+e.alloc.ID+"?task=app&type=stderr&follow=true", nil)
+	req.Header.Set("X-Nomad-Token", "root-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("framed stderr: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	dec := json.NewDecoder(bufio.NewReader(resp.Body))
+	var hb map[string]any
+	start := time.Now()
+	if err := dec.Decode(&hb); err != nil || len(hb) != 0 {
+		t.Fatalf("heartbeat: %v %v", hb, err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("the first heartbeat took %v", time.Since(start))
+	}
+	stop()
+
+	var frame api.StreamFrame
+	body := e.cat(t, "/v1/client/fs/logs/"+e.alloc.ID+"?task=app&type=stdout")
+	if err := json.NewDecoder(strings.NewReader(body)).Decode(&frame); err != nil || !strings.HasPrefix(string(frame.Data), "started\n") ||
+		frame.File != "alloc/logs/app.stdout.0" {
+		t.Errorf("framed through the servers: %v %+v", err, frame)
+	}
+	if plain := e.cat(t, "/v1/client/fs/logs/"+e.alloc.ID+"?task=app&type=stdout&plain=true"); !strings.HasPrefix(plain, "started\nline 1\n") {
+		t.Errorf("plain: %q", plain)
+	}
+	expectError(t, e.s.Do(t, "GET", "/v1/client/fs/logs/"+e.alloc.ID+"?task=app&type=stdout&plain=maybe", "", "X-Nomad-Token", "root-secret"),
+		400, `failed to parse plain "maybe" as a bool`)
+}
