@@ -163,3 +163,106 @@ func TestClientFramedLogsNomadAPI(t *testing.T) {
 	expectError(t, e.s.Do(t, "GET", "/v1/client/fs/logs/"+e.alloc.ID+"?task=app&type=stdout&plain=maybe", "", "X-Nomad-Token", "root-secret"),
 		400, `failed to parse plain "maybe" as a bool`)
 }
+
+// TestClientFSNomadAPI: AllocFS().List/Stat/Cat read the allocation
+// directory in Nomad's AllocFileInfo shape, confined to it: "../" and
+// symlinks that lead out are refused (by the node too, with a grant
+// the servers minted); read-fs is needed.
+func TestClientFSNomadAPI(t *testing.T) {
+	e := cnStart(t)
+	fsys := e.nc.AllocFS()
+	root, _, err := fsys.List(e.alloc, "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]bool{}
+	for _, f := range root {
+		dirs[f.Name] = f.IsDir
+	}
+	if !dirs["alloc"] || !dirs["app"] {
+		t.Fatalf("List /: %+v", root)
+	}
+	data, _, err := fsys.List(e.alloc, "app/data", nil)
+	if err != nil || len(data) != 1 || data[0].Name != "greeting.txt" || data[0].Size != 6 || data[0].IsDir || !strings.HasPrefix(data[0].FileMode, "-rw") ||
+		data[0].ModTime.IsZero() {
+		t.Fatalf("List app/data: %v %+v", err, data)
+	}
+	st, _, err := fsys.Stat(e.alloc, "/app/data/greeting.txt", nil)
+	if err != nil || st.Name != "greeting.txt" || st.Size != 6 || st.ContentType != "text/plain; charset=utf-8" {
+		t.Fatalf("Stat: %v %+v", err, st)
+	}
+	for _, p := range []string{"app/data/greeting.txt", "/app/inside-link"} {
+		rc, err := fsys.Cat(e.alloc, p, nil)
+		if err != nil {
+			t.Fatalf("Cat %s: %v", p, err)
+		}
+		buf := new(strings.Builder)
+		_, _ = bufio.NewReader(rc).WriteTo(buf)
+		rc.Close()
+		if buf.String() != "hello\n" {
+			t.Errorf("Cat %s: %q", p, buf.String())
+		}
+	}
+	if body := e.cat(t, "/v1/client/fs/cat/"+e.alloc.ID+"?path=app/data/greeting.txt"); body != "hello\n" {
+		t.Errorf("cat through the servers: %q", body)
+	}
+
+	// Escapes: refused by the servers ("..") and by the node (symlinks).
+	_, _, err = fsys.List(e.alloc, "../", nil)
+	nomadErr(t, "List ../", err, 400, `".." is not allowed`)
+	_, _, err = fsys.Stat(e.alloc, "app/../../../../etc/passwd", nil)
+	nomadErr(t, "Stat app/../..", err, 400, `is not allowed`)
+	_, _, err = fsys.List(e.alloc, "app/etc-link", nil)
+	nomadErr(t, "List of a symlink to /etc", err, 400, "path /app/etc-link escapes the allocation directory")
+	_, _, err = fsys.Stat(e.alloc, "app/passwd-link", nil)
+	nomadErr(t, "Stat of a symlink to /etc/passwd", err, 400, "escapes the allocation directory")
+	_, err = fsys.Cat(e.alloc, "app/passwd-link", nil)
+	nomadErr(t, "Cat of a symlink to /etc/passwd (node directly)", err, 400, "escapes the allocation directory")
+	expectError(t, e.s.Do(t, "GET", "/v1/client/fs/cat/"+e.alloc.ID+"?path=app/etc-link/passwd", "", "X-Nomad-Token", "root-secret"),
+		400, "node victim: path /app/etc-link/passwd escapes the allocation directory")
+	expectError(t, e.s.Do(t, "GET", "/v1/client/fs/cat/"+e.alloc.ID+"?path=app/nothing", "", "X-Nomad-Token", "root-secret"),
+		404, "node victim: file /app/nothing not found in the allocation directory")
+	expectError(t, e.s.Do(t, "GET", "/v1/client/fs/cat/"+e.alloc.ID+"?path=app", "", "X-Nomad-Token", "root-secret"),
+		400, "node victim: path /app is a directory")
+
+	// read-fs is needed; read-job is not enough.
+	reader := e.s.tokenWithRules(t, "reader", `node = "read"`+"\n"+`namespace "default" { policy = "read" }`, "")
+	rc := nomadClient(t, e.s.TestServer, reader.SecretID)
+	_, _, err = rc.AllocFS().List(e.alloc, "/", nil)
+	nomadErr(t, "List without read-fs", err, 403, "Permission denied")
+	_, err = rc.AllocFS().Cat(e.alloc, "app/data/greeting.txt", nil)
+	nomadErr(t, "Cat without read-fs (node directly)", err, 403, "Permission denied")
+	fsTok := e.s.tokenWithRules(t, "fs", `namespace "default" { capabilities = ["read-fs"] }`, "")
+	if _, _, err := nomadClient(t, e.s.TestServer, fsTok.SecretID).AllocFS().List(e.alloc, "/app", nil); err != nil {
+		t.Errorf("List with read-fs: %v", err)
+	}
+
+	// The node takes only a grant for exactly its call.
+	nodeAddr := e.v.c.HTTPAddr()
+	lsGrant := e.s.must(t, "GET", "/v1/client/grant?op=fs/ls&alloc_id="+e.alloc.ID+"&path=/", "")
+	var g api.GrantResponse
+	lsGrant.JSON(t, &g)
+	for _, c := range []struct{ path, grant string }{
+		{"/v1/client/fs/ls/" + e.alloc.ID + "?path=/", ""},
+		{"/v1/client/fs/ls/" + e.alloc.ID + "?path=/app", g.Grant},
+		{"/v1/client/fs/stat/" + e.alloc.ID + "?path=/", g.Grant},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+nodeAddr+c.path, nil)
+		if c.grant != "" {
+			req.Header.Set(api.GrantHeader, c.grant)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("node %s with grant %v: %d", c.path, c.grant != "", resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest("GET", "http://"+nodeAddr+"/v1/client/fs/ls/"+e.alloc.ID+"?path=/", nil)
+	req.Header.Set(api.GrantHeader, g.Grant)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("node ls with its grant: %v %v", resp, err)
+	}
+}
