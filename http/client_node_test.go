@@ -266,3 +266,131 @@ func TestClientFSNomadAPI(t *testing.T) {
 		t.Errorf("node ls with its grant: %v %v", resp, err)
 	}
 }
+
+// TestClientStatsNomadAPI: Nodes().Stats (with node_id, as Nomad's API
+// sends it) answers the host's memory, CPUs, uptime and disk;
+// Allocations().Stats the task's process tree usage. node:read and
+// read-job are needed.
+func TestClientStatsNomadAPI(t *testing.T) {
+	e := cnStart(t)
+	hs, err := e.nc.Nodes().Stats(e.alloc.NodeID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs.Memory == nil || hs.Memory.Total == 0 || hs.Memory.Used == 0 || hs.Memory.Used > hs.Memory.Total || len(hs.CPU) == 0 || hs.Uptime == 0 ||
+		len(hs.DiskStats) != 1 || hs.DiskStats[0].Size == 0 || hs.AllocDirStats == nil {
+		t.Fatalf("host stats: %+v", hs)
+	}
+	for _, c := range hs.CPU {
+		if !strings.HasPrefix(c.CPU, "cpu") || c.Idle < 0 || c.Idle > 100.001 || c.User < 0 {
+			t.Errorf("cpu stats: %+v", c)
+		}
+	}
+	us, err := e.nc.Allocations().Stats(e.alloc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := us.Tasks["app"]
+	if app == nil || app.ResourceUsage.MemoryStats.RSS == 0 || len(app.Pids) == 0 || us.ResourceUsage.MemoryStats.RSS != app.ResourceUsage.MemoryStats.RSS ||
+		us.Timestamp == 0 || len(app.ResourceUsage.CpuStats.Measured) != 3 {
+		t.Fatalf("alloc stats: %+v %+v", us, app)
+	}
+	expectError(t, e.s.Do(t, "GET", "/v1/client/stats", "", "X-Nomad-Token", "root-secret"),
+		400, "missing node_id: the servers answer a node's stats, named by ?node_id=")
+	expectError(t, e.s.Do(t, "GET", "/v1/client/stats?node_id=6d1b6e5e-0f0e-4a52-9e1f-3c2b1a0f9e8d", "", "X-Nomad-Token", "root-secret"),
+		404, "node 6d1b6e5e-0f0e-4a52-9e1f-3c2b1a0f9e8d not found")
+
+	nsOnly := nomadClient(t, e.s.TestServer, e.s.tokenWithRules(t, "ns", `namespace "default" { policy = "read" }`, "").SecretID)
+	_, err = nsOnly.Nodes().Stats(e.alloc.NodeID, nil)
+	nomadErr(t, "host stats without node:read", err, 403, "Permission denied")
+	nodeOnly := nomadClient(t, e.s.TestServer, e.s.tokenWithRules(t, "nodes", `node = "read"`, "").SecretID)
+	if _, err := nodeOnly.Nodes().Stats(e.alloc.NodeID, nil); err != nil {
+		t.Errorf("host stats with node:read: %v", err)
+	}
+	_, err = nodeOnly.Allocations().Stats(e.alloc, nil)
+	nomadErr(t, "alloc stats without read-job", err, 403, "Permission denied")
+	if _, err := nsOnly.Allocations().Stats(e.alloc, nil); err != nil {
+		t.Errorf("alloc stats with read-job: %v", err)
+	}
+}
+
+// TestClientRestartSignalNomadAPI: Allocations().Signal reaches the task
+// (its trap runs) and records a Signaling event; Restart restarts it
+// (Restarts 1, a "Restart Signaled" event, running again); unknown
+// signals and tasks are refused; alloc-lifecycle is needed.
+func TestClientRestartSignalNomadAPI(t *testing.T) {
+	e := cnStart(t)
+	logs := func() string {
+		return e.cat(t, "/v1/client/fs/logs/"+e.alloc.ID+"?task=app&type=stdout&plain=true")
+	}
+	if err := e.nc.Allocations().Signal(e.alloc, nil, "app", "SIGUSR1"); err != nil {
+		t.Fatal(err)
+	}
+	atkWait(t, "the task's trap to run", func() bool { return strings.Contains(logs(), "got-usr1") })
+	atkWait(t, "the Signaling event", func() bool {
+		a, _, err := e.nc.Allocations().Info(e.alloc.ID, nil)
+		if err != nil {
+			return false
+		}
+		for _, ev := range a.TaskStates["app"].Events {
+			if ev.Type == "Signaling" && ev.DisplayMessage == "Task being sent signal SIGUSR1" {
+				return true
+			}
+		}
+		return false
+	})
+	err := e.nc.Allocations().Signal(e.alloc, nil, "app", "SIGFOO")
+	nomadErr(t, "unknown signal", err, 400, `invalid signal "SIGFOO"`)
+	err = e.nc.Allocations().Signal(e.alloc, nil, "nope", "SIGUSR1")
+	nomadErr(t, "unknown task", err, 404, "Could not find task runner for task: nope")
+	err = e.nc.Allocations().Restart(e.alloc, "", &nomad.QueryOptions{})
+	if err != nil {
+		t.Fatalf("Restart of the running tasks: %v", err)
+	}
+	var st *nomad.TaskState
+	atkWait(t, "the restarted task to run", func() bool {
+		a, _, err := e.nc.Allocations().Info(e.alloc.ID, nil)
+		if err != nil {
+			return false
+		}
+		st = a.TaskStates["app"]
+		return st.Restarts == 1 && st.State == "running" && strings.Count(logs(), "started\n") == 2
+	})
+	var types []string
+	for _, ev := range st.Events {
+		types = append(types, ev.Type)
+	}
+	if got := strings.Join(types, ","); !strings.Contains(got, "Restart Signaled,Terminated,Restarting,Started") {
+		t.Errorf("events after a restart: %s", got)
+	}
+	if st.LastRestart.IsZero() {
+		t.Error("LastRestart not set")
+	}
+	expectError(t, e.s.Do(t, "PUT", "/v1/client/allocation/"+e.alloc.ID+"/restart", `{"TaskName":"app","AllTasks":true}`, "X-Nomad-Token", "root-secret"),
+		400, "task name cannot be set when restarting all tasks")
+	expectError(t, e.s.Do(t, "PUT", "/v1/client/allocation/"+e.alloc.ID+"/restart", `{"Task":"app"}`, "X-Nomad-Token", "root-secret"),
+		400, `AllocationRestartRequest decoding failed: json: unknown field "Task"`)
+
+	reader := nomadClient(t, e.s.TestServer, e.s.tokenWithRules(t, "reader", `namespace "default" { policy = "read" }`, "").SecretID)
+	nomadErr(t, "restart without alloc-lifecycle", reader.Allocations().Restart(e.alloc, "app", nil), 403, "Permission denied")
+	nomadErr(t, "signal without alloc-lifecycle", reader.Allocations().Signal(e.alloc, nil, "app", "SIGKILL"), 403, "Permission denied")
+	life := nomadClient(t, e.s.TestServer, e.s.tokenWithRules(t, "life", `namespace "default" { capabilities = ["alloc-lifecycle"] }`, "").SecretID)
+	if err := life.Allocations().Restart(e.alloc, "app", nil); err != nil {
+		t.Errorf("restart with alloc-lifecycle: %v", err)
+	}
+	atkWait(t, "the second restart", func() bool {
+		a, _, err := e.nc.Allocations().Info(e.alloc.ID, nil)
+		return err == nil && a.TaskStates["app"].Restarts == 2 && a.TaskStates["app"].State == "running"
+	})
+	// The node refuses a call without a grant.
+	req, _ := http.NewRequest("PUT", "http://"+e.v.c.HTTPAddr()+"/v1/client/allocation/"+e.alloc.ID+"/signal", strings.NewReader(`{"Task":"app","Signal":"SIGKILL"}`))
+	req.Header.Set("X-Nomad-Token", "root-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Errorf("signal to the node without a grant: %d", resp.StatusCode)
+	}
+}
