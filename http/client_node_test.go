@@ -260,6 +260,17 @@ func TestClientFSNomadAPI(t *testing.T) {
 			t.Errorf("node %s with grant %v: %d", c.path, c.grant != "", resp.StatusCode)
 		}
 	}
+	// With ACLs on, no token straight to the node is the anonymous token: refused.
+	for _, p := range []string{"/v1/client/fs/cat/" + e.alloc.ID + "?path=app/data/greeting.txt", "/v1/client/fs/logs/" + e.alloc.ID + "?task=app&type=stdout"} {
+		resp, err := http.Get("http://" + nodeAddr + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("anonymous %s on the node: %d", p, resp.StatusCode)
+		}
+	}
 	req, _ := http.NewRequest("GET", "http://"+nodeAddr+"/v1/client/fs/ls/"+e.alloc.ID+"?path=/", nil)
 	req.Header.Set(api.GrantHeader, g.Grant)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {

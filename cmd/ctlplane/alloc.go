@@ -138,7 +138,7 @@ func allocLogs(args []string, stdout, stderr io.Writer) int {
 		}
 		task = names[0]
 	}
-	q := url.Values{"task": {task}, "type": {"stdout"}}
+	q := url.Values{"task": {task}, "type": {"stdout"}, "plain": {"true"}}
 	if *useStderr {
 		q.Set("type", "stderr")
 	}
