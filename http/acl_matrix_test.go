@@ -378,6 +378,18 @@ func acxEndpoints() []acxEndpoint {
 		{method: "POST", path: "/v1/client/heartbeat/x", need: needNone, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/logs/x", need: needNodeRead, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/logs-grant/x", need: needNodeRead, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		// The node API through the servers (client_node.go): the grant is
+		// checked by the node service, on the allocation's namespace.
+		{method: "GET", path: "/v1/client/grant?op=fs/ls&alloc_id=x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/ls/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/stat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/cat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/stats?node_id=x", need: needNodeRead, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/allocation/x/stats", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/allocation/x/restart", body: `{}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/allocation/x/restart", body: `{}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/allocation/x/signal", body: `{"Signal":"SIGKILL"}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/allocation/x/signal", body: `{"Signal":"SIGKILL"}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/allocations/x", need: needNone, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
 		{method: "PUT", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNone, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
 		{method: "POST", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNone, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},

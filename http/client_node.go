@@ -30,11 +30,8 @@ func (h *Handler) registerClientNode() {
 	h.handle("/v1/client/fs/cat/{alloc_id}", methods{{http.MethodGet, h.clientFSCat}})
 	h.handle("/v1/client/stats", methods{{http.MethodGet, h.clientHostStats}})
 	h.handle("/v1/client/allocation/{alloc_id}/stats", methods{{http.MethodGet, h.clientAllocStats}})
-	lifecycle := func(fn apiFunc) methods {
-		return methods{{http.MethodPut, fn}, {http.MethodPost, fn}}
-	}
-	h.handle("/v1/client/allocation/{alloc_id}/restart", lifecycle(h.clientAllocRestart))
-	h.handle("/v1/client/allocation/{alloc_id}/signal", lifecycle(h.clientAllocSignal))
+	h.handle("/v1/client/allocation/{alloc_id}/restart", methods{{http.MethodPut, h.clientAllocRestart}, {http.MethodPost, h.clientAllocRestart}})
+	h.handle("/v1/client/allocation/{alloc_id}/signal", methods{{http.MethodPut, h.clientAllocSignal}, {http.MethodPost, h.clientAllocSignal}})
 }
 
 // maxNodeAnswer bounds a node's JSON answer (a listing, stats).
