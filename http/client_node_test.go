@@ -297,6 +297,21 @@ func TestClientStatsNomadAPI(t *testing.T) {
 			t.Errorf("cpu stats: %+v", c)
 		}
 	}
+	// What `nomad node status ID` dereferences besides the stats.
+	node, _, err := e.nc.Nodes().Info(e.alloc.NodeID, nil)
+	if err != nil || node.Resources == nil || node.Resources.CPU == nil || node.Resources.MemoryMB == nil || node.Resources.DiskMB == nil {
+		t.Fatalf("node: %v %+v", err, node)
+	}
+	if r := node.Reserved; r == nil || r.CPU == nil || r.MemoryMB == nil || r.DiskMB == nil || *node.Resources.CPU != 4000 {
+		t.Fatalf("node Reserved/Resources: %+v %+v", node.Reserved, node.Resources)
+	}
+	nodeAllocs, _, err := e.nc.Nodes().Allocations(e.alloc.NodeID, nil)
+	if err != nil || len(nodeAllocs) != 1 || nodeAllocs[0].ClientStatus != "running" || nodeAllocs[0].Job == nil {
+		t.Fatalf("node allocations: %v %+v", err, nodeAllocs)
+	}
+	if r := nodeAllocs[0].Resources; r == nil || r.CPU == nil || *r.CPU != 100 || r.MemoryMB == nil || r.DiskMB == nil {
+		t.Fatalf("node allocation Resources: %+v", r)
+	}
 	us, err := e.nc.Allocations().Stats(e.alloc, nil)
 	if err != nil {
 		t.Fatal(err)
