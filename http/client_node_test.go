@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +72,35 @@ func (e *cnEnv) cat(t *testing.T, path string) string {
 	return resp.Body
 }
 
+// serversOnly is a Nomad client that cannot reach the node's own
+// address (its dials there fail as a network error, as from a laptop
+// outside the cluster's network), so its node calls go to the servers.
+type serversOnly struct {
+	*nomad.Client
+	dials *atomic.Int32
+}
+
+func nomadViaServers(t *testing.T, ts *servertest.TestServer, token, nodeAddr string) serversOnly {
+	t.Helper()
+	refused := &atomic.Int32{}
+	// Nomad's client copies the transport's Proxy (not its dialer) into
+	// the node client: the refusal is made there.
+	tr := &http.Transport{Proxy: func(r *http.Request) (*url.URL, error) {
+		if r.URL.Host == nodeAddr {
+			refused.Add(1)
+			return nil, errors.New("unreachable from here")
+		}
+		return nil, nil
+	}}
+	cfg := nomad.DefaultConfig()
+	cfg.Address, cfg.SecretID, cfg.HttpClient = ts.URL, token, &http.Client{Transport: tr}
+	c, err := nomad.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serversOnly{Client: c, dials: refused}
+}
+
 // nomadStatus is the status of an error of Nomad's client.
 func nomadErr(t *testing.T, what string, err error, status int, contains string) {
 	t.Helper()
@@ -125,6 +157,35 @@ func TestClientFramedLogsNomadAPI(t *testing.T) {
 	}
 	if !strings.HasPrefix(followed.String(), "line ") || strings.Contains(followed.String(), "started") {
 		t.Errorf("followed from the end: %q", followed.String())
+	}
+
+	// Nomad's client falls back to the servers when it cannot reach the
+	// node: the servers' proxy streams the same frames, followed.
+	viaServers := nomadViaServers(t, e.s.TestServer, "root-secret", e.v.c.HTTPAddr())
+	written := strings.Count(e.cat(t, "/v1/client/fs/logs/"+e.alloc.ID+"?task=app&type=stdout&plain=true"), "line ")
+	follow, errs = viaServers.AllocFS().Logs(e.alloc, true, "app", nomad.FSLogNameStdout, nomad.OriginStart, 0, cancel, nil)
+	var proxied strings.Builder
+	deadline = time.After(10 * time.Second)
+	// Three lines beyond what was written at the start: followed.
+	beyond := fmt.Sprintf("line %d\n", written+3)
+	for !strings.Contains(proxied.String(), beyond) {
+		select {
+		case f, ok := <-follow:
+			if !ok {
+				t.Fatalf("the proxied stream ended: %q", proxied.String())
+			}
+			if f.File != "alloc/logs/app.stdout.0" {
+				t.Fatalf("proxied frame: %+v", f)
+			}
+			proxied.Write(f.Data)
+		case err := <-errs:
+			t.Fatalf("proxied follow: %v", err)
+		case <-deadline:
+			t.Fatalf("proxied: %q", proxied.String())
+		}
+	}
+	if !strings.HasPrefix(proxied.String(), "started\nline 1\n") || viaServers.dials.Load() == 0 {
+		t.Errorf("proxied: %q (%d refused dials to the node)", proxied.String(), viaServers.dials.Load())
 	}
 
 	// Through the servers, by hand: frames, then heartbeats on a silent stream.
