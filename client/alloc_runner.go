@@ -26,6 +26,9 @@ type allocRunner struct {
 	stopping    bool
 	// lost: a task's process died while the client was down.
 	lost bool
+	// unlisted: the servers no longer list the allocation; once its tasks
+	// are dead it is forgotten.
+	unlisted bool
 
 	// Health: reported once, for allocations of a deployment.
 	watchHealth    bool
@@ -203,6 +206,9 @@ func (ar *allocRunner) changed() {
 	ar.status, ar.description = status, desc
 	ar.checkHealth(failed, allRunning)
 	ar.c.queueUpdate(ar.report())
+	if ar.unlisted && ar.finished() {
+		ar.c.forgetLocked(ar)
+	}
 }
 
 // checkHealth follows the group's health check: healthy once every task

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/http/webguard"
 	"github.com/google/uuid"
 )
 
@@ -39,7 +40,8 @@ func (c *Client) serveHTTP() (func(), error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/client/fs/logs/{alloc_id}", c.handleLogs)
 	c.nodeRoutes(mux)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// No DNS rebinding of a loopback listener (webguard), as the servers'.
+	srv := &http.Server{Handler: webguard.Wrap(mux, webguard.LoopbackAddrs(ln.Addr())), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	c.logger.Info("client HTTP API listening", "address", c.httpAddr)
 	return func() {

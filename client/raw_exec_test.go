@@ -37,9 +37,13 @@ type rawEnv struct {
 	nodeID  string
 	stopFn  func()
 	client  *client.Client
+	// configure, when set, changes the clients' config.
+	configure func(*client.Config)
 }
 
-func newRawEnv(t *testing.T) *rawEnv {
+func newRawEnv(t *testing.T) *rawEnv { return newRawEnvWith(t, nil) }
+
+func newRawEnvWith(t *testing.T, configure func(*client.Config)) *rawEnv {
 	t.Helper()
 	ts := servertest.Start(t)
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
@@ -49,7 +53,7 @@ func newRawEnv(t *testing.T) *rawEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &rawEnv{ts: ts, url: hs.URL, api: ac, dataDir: t.TempDir()}
+	e := &rawEnv{ts: ts, url: hs.URL, api: ac, dataDir: t.TempDir(), configure: configure}
 	e.start(t)
 	// Whatever a test leaves running is killed with its client.
 	t.Cleanup(func() { e.stop(true) })
@@ -59,8 +63,12 @@ func newRawEnv(t *testing.T) *rawEnv {
 // start runs a client on the env's data directory.
 func (e *rawEnv) start(t *testing.T) {
 	t.Helper()
-	c, err := client.New(client.Config{Servers: []string{e.url}, NodeName: "raw-1", DataDir: e.dataDir, RawExec: true,
-		HTTPAddr: "127.0.0.1:0", Resources: api.Resources{CPU: 4000, MemoryMB: 8192}, LogMaxFileSize: 64 << 10, LogMaxFiles: 3})
+	cfg := client.Config{Servers: []string{e.url}, NodeName: "raw-1", DataDir: e.dataDir, RawExec: true,
+		HTTPAddr: "127.0.0.1:0", Resources: api.Resources{CPU: 4000, MemoryMB: 8192}, LogMaxFileSize: 64 << 10, LogMaxFiles: 3}
+	if e.configure != nil {
+		e.configure(&cfg)
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

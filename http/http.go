@@ -113,6 +113,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerDeployments()
 	h.registerNodes()
 	h.registerJobs()
+	h.registerJobPlan()
 	h.registerClientFS()
 	h.registerClientNode()
 	h.registerSystem()

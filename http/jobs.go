@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs/jobdiff"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
@@ -422,12 +423,13 @@ func (h *Handler) jobRevert(w http.ResponseWriter, r *http.Request) (any, error)
 }
 
 func (h *Handler) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := queryBool(r.URL.Query().Get("diffs"), "diffs"); err != nil {
+	withDiffs, err := queryBool(r.URL.Query().Get("diffs"), "diffs")
+	if err != nil {
 		return nil, err
 	}
 	jobID := mux.Vars(r)["job"]
 	var versions []*state.Job
-	err := h.jobReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
+	err = h.jobReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
 		idx, v, err := s.JobVersions(ws, ns, jobID)
 		versions = v
 		return idx, err
@@ -438,11 +440,14 @@ func (h *Handler) jobVersions(w http.ResponseWriter, r *http.Request) (any, erro
 	if len(versions) == 0 {
 		return nil, notFound("job versions not found")
 	}
-	// Diffs are not computed: Nomad's field is there, null.
+	diffs, err := versionDiffs(versions, withDiffs)
+	if err != nil {
+		return nil, err
+	}
 	return &struct {
 		Versions []*state.Job
-		Diffs    []any
-	}{versions, nil}, nil
+		Diffs    []*jobdiff.JobDiff
+	}{versions, diffs}, nil
 }
 
 func (h *Handler) jobDeployments(w http.ResponseWriter, r *http.Request) (any, error) {

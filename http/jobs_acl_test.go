@@ -45,6 +45,7 @@ func jobsMatrixRows() []acxEndpoint {
 			acxEndpoint{method: m, path: "/v1/job/web", body: batch, need: needNSSubmitJob, ok: invalid},
 			acxEndpoint{method: m, path: "/v1/job/web/stable", body: `{"JobVersion":0,"Stable":true}`, need: needNSSubmitJob, ok: jobNotFound},
 			acxEndpoint{method: m, path: "/v1/job/web/revert", body: `{"JobVersion":0}`, need: needNSSubmitJob, ok: jobNotFound},
+			acxEndpoint{method: m, path: "/v1/job/web/plan", body: batch, need: needNSSubmitJob, ok: invalid},
 		)
 	}
 	return rows

@@ -18,12 +18,18 @@ import (
 const jobUsage = `Usage: ctlplane job <command> [flags] [args]
 
 Commands (Nomad's verbs):
-  run [-detach] [-output] FILE       register a job from a JSON or HCL2 job file ("-": stdin) and
+  run [-detach] [-output] [-check-index N] FILE
+                                     register a job from a JSON or HCL2 job file ("-": stdin) and
                                      monitor its evaluation and deployment (exit 0 successful,
                                      2 failed); -output prints the JSON job instead
+                                     -check-index N registers only if the job's modify index is N
+                                     (0: only if the job does not exist), as after job plan
+  plan [-diff=false] [-verbose] FILE dry-run a job file: the diff from the registered job, what the
+                                     scheduler would do, the job modify index (nothing is written;
+                                     exit 0 no allocation created or destroyed, 1 some, 255 error)
   status [ID]                        list jobs, or show one (with its latest deployment and allocations)
   stop [-purge] [-detach] ID         stop a job (-purge: and delete it)
-  history ID                         list a job's versions
+  history [-p] ID                    list a job's versions (-p: with the changes each one made)
   revert [-detach] ID VERSION        register an older version again
   scale [-detach] ID [GROUP] COUNT   set a group's count (GROUP may be left out for a one-group job)
 
@@ -36,6 +42,7 @@ var jobStdin io.Reader = os.Stdin
 func runJob(args []string, stdout, stderr io.Writer) int {
 	return dispatch("job", jobUsage, map[string]func([]string, io.Writer, io.Writer) int{
 		"run":     jobRun,
+		"plan":    jobPlan,
 		"status":  jobStatus,
 		"stop":    jobStop,
 		"history": jobHistory,
@@ -78,6 +85,7 @@ func jobRun(args []string, stdout, stderr io.Writer) int {
 	c := newNomadCmd("job run", jobUsage, stdout, stderr)
 	detach := c.flags.Bool("detach", false, "return once the job is registered, without monitoring")
 	output := c.flags.Bool("output", false, "print the job as JSON (the body PUT /v1/jobs takes) and exit")
+	checkIndex := c.flags.Int64("check-index", -1, "register only if the job modify index is this one (0: a new job)")
 	if !c.parse(args, 1, 1) {
 		return exitError
 	}
@@ -86,6 +94,9 @@ func jobRun(args []string, stdout, stderr io.Writer) int {
 		return c.fail(err)
 	}
 	body := map[string]any{"Job": job}
+	if *checkIndex >= 0 {
+		body["EnforceIndex"], body["JobModifyIndex"] = true, *checkIndex
+	}
 	if *output {
 		return printJSON(c, body)
 	}
@@ -277,6 +288,7 @@ func jobStop(args []string, stdout, stderr io.Writer) int {
 
 func jobHistory(args []string, stdout, stderr io.Writer) int {
 	c := newNomadCmd("job history", jobUsage, stdout, stderr)
+	withDiffs := c.flags.Bool("p", false, "show the changes each version made")
 	if !c.parse(args, 1, 1) {
 		return exitError
 	}
@@ -284,7 +296,13 @@ func jobHistory(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	versions, _, err := c.api.JobVersions(c.ctx(), id, nil)
+	var versions []*api.Job
+	var diffs []*api.JobDiff
+	if *withDiffs {
+		versions, diffs, err = c.api.JobVersionsWithDiffs(c.ctx(), id)
+	} else {
+		versions, _, err = c.api.JobVersions(c.ctx(), id, nil)
+	}
 	if err != nil {
 		return c.fail(err)
 	}
@@ -292,7 +310,14 @@ func jobHistory(args []string, stdout, stderr io.Writer) int {
 		if i > 0 {
 			c.out("\n")
 		}
-		kv(stdout, "Version", strconv.FormatUint(v.Version, 10), "Stable", strconv.FormatBool(v.Stable), "Submit Date", fmtUnixNano(v.SubmitTime))
+		pairs := []string{"Version", strconv.FormatUint(v.Version, 10), "Stable", strconv.FormatBool(v.Stable), "Submit Date", fmtUnixNano(v.SubmitTime)}
+		if i < len(diffs) {
+			pairs = append(pairs, "Diff", "")
+		}
+		kv(stdout, pairs...)
+		if i < len(diffs) {
+			c.out("%s\n", strings.TrimSpace(formatJobDiff(diffs[i], false)))
+		}
 	}
 	return exitOK
 }

@@ -56,7 +56,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	return ctlhttp.Services{
 		System:      a.GC,
 		ACL:         aclSvc,
-		Jobs:        jobs.New(deps),
+		Jobs:        jobs.New(deps, jobs.MaxJobAllocs(a.Config.MaxJobAllocs)),
 		Deployments: deployments.New(deps),
 		Nodes:       nodeSvc,
 		Namespaces:  namespaces.New(deps),

@@ -52,24 +52,29 @@ func tasksUpdated(jobA, jobB *state.Job, taskGroup string) comparison {
 		if bt == nil {
 			return difference("task deleted", at.Name, "(nil)")
 		}
-		if at.Driver != bt.Driver {
-			return difference("task driver", at.Driver, bt.Driver)
-		}
-		if !opaqueMapsEqual(at.Config, bt.Config) {
-			return difference("task config", at.Config, bt.Config)
-		}
-		if !maps.Equal(at.Env, bt.Env) {
-			return difference("task env", at.Env, bt.Env)
-		}
-		ma, mb := combinedTaskMeta(jobA, a, at), combinedTaskMeta(jobB, b, bt)
-		if !maps.Equal(ma, mb) {
-			return difference("task meta", ma, mb)
-		}
-		if c := resourcesUpdated(at.Resources, bt.Resources); c.modified {
+		if c := taskUpdated(jobA, a, at, jobB, b, bt); c.modified {
 			return c
 		}
 	}
 	return same
+}
+
+// taskUpdated is tasksUpdated's rule for one task present in both versions.
+func taskUpdated(jobA *state.Job, a *state.TaskGroup, at *state.Task, jobB *state.Job, b *state.TaskGroup, bt *state.Task) comparison {
+	if at.Driver != bt.Driver {
+		return difference("task driver", at.Driver, bt.Driver)
+	}
+	if !opaqueMapsEqual(at.Config, bt.Config) {
+		return difference("task config", at.Config, bt.Config)
+	}
+	if !maps.Equal(at.Env, bt.Env) {
+		return difference("task env", at.Env, bt.Env)
+	}
+	ma, mb := combinedTaskMeta(jobA, a, at), combinedTaskMeta(jobB, b, bt)
+	if !maps.Equal(ma, mb) {
+		return difference("task meta", ma, mb)
+	}
+	return resourcesUpdated(at.Resources, bt.Resources)
 }
 
 // resourcesUpdated compares what a task asks for (nil asks for nothing).
