@@ -28,6 +28,8 @@ const (
 	GrantFSList       = "fs/ls"         // Path
 	GrantFSStat       = "fs/stat"       // Path
 	GrantFSCat        = "fs/cat"        // Path
+	GrantFSReadAt     = "fs/readat"     // Path (offset and limit are the caller's)
+	GrantFSStream     = "fs/stream"     // Path (offset and origin are the caller's)
 	GrantHostStats    = "stats"         // the node's host stats (no AllocID)
 	GrantAllocStats   = "alloc/stats"   // AllocID
 	GrantAllocRestart = "alloc/restart" // Task or AllTasks
@@ -102,7 +104,7 @@ func grantWhat(op string) string {
 	switch op {
 	case GrantLogs:
 		return "allocation, task and stream"
-	case GrantFSList, GrantFSStat, GrantFSCat:
+	case GrantFSList, GrantFSStat, GrantFSCat, GrantFSReadAt, GrantFSStream:
 		return "operation, allocation and path"
 	case GrantHostStats:
 		return "operation and node"

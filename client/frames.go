@@ -102,3 +102,14 @@ func logPlain(v string) (bool, error) {
 	}
 	return b, nil
 }
+
+// event sends a frame naming a file event (e.g. "file truncated") at
+// the start of path.
+func (f *framer) event(path, name string) {
+	f.emit()
+	f.fileAt(path, 0)
+	if f.err == nil {
+		f.err = f.enc.Encode(&api.StreamFrame{File: f.file, Offset: 0, FileEvent: name})
+		f.last = time.Now()
+	}
+}

@@ -32,6 +32,8 @@ func (c *Client) nodeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/client/fs/ls/{alloc_id}", c.handleFS(api.GrantFSList))
 	mux.HandleFunc("/v1/client/fs/stat/{alloc_id}", c.handleFS(api.GrantFSStat))
 	mux.HandleFunc("/v1/client/fs/cat/{alloc_id}", c.handleFS(api.GrantFSCat))
+	mux.HandleFunc("/v1/client/fs/readat/{alloc_id}", c.handleFS(api.GrantFSReadAt))
+	mux.HandleFunc("/v1/client/fs/stream/{alloc_id}", c.handleFS(api.GrantFSStream))
 	mux.HandleFunc("/v1/client/stats", c.handleHostStats)
 	mux.HandleFunc("/v1/client/allocation/{alloc_id}/stats", c.handleAllocStats)
 	mux.HandleFunc("/v1/client/allocation/{alloc_id}/restart", c.handleRestart)
@@ -121,8 +123,9 @@ func (c *Client) handleFS(op string) http.HandlerFunc {
 			plainError(w, http.StatusBadRequest, "%v", err)
 			return
 		}
-		// Nomad's API reads a file (cat) from the node directly.
-		if code, err := c.authorizeGrant(r.Context(), r, api.Grant{Op: op, AllocID: allocID, Path: clean}, op == api.GrantFSCat); err != nil {
+		// Nomad's API reads a file (cat, readat, stream) from the node directly.
+		direct := op == api.GrantFSCat || op == api.GrantFSReadAt || op == api.GrantFSStream
+		if code, err := c.authorizeGrant(r.Context(), r, api.Grant{Op: op, AllocID: allocID, Path: clean}, direct); err != nil {
 			plainError(w, code, "%v", err)
 			return
 		}
@@ -147,6 +150,10 @@ func (c *Client) handleFS(op string) http.HandlerFunc {
 			statFile(w, root, clean, rel)
 		case api.GrantFSCat:
 			catFile(w, root, clean, rel)
+		case api.GrantFSReadAt:
+			readAt(w, r, root, clean, rel)
+		case api.GrantFSStream:
+			streamFile(w, r, root, clean, rel, c.taskPaths(allocID, "").allocDir)
 		}
 	}
 }

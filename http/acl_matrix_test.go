@@ -384,6 +384,8 @@ func acxEndpoints() []acxEndpoint {
 		{method: "GET", path: "/v1/client/fs/ls/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/stat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/cat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/readat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/stream/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/stats?node_id=x", need: needNodeRead, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/allocation/x/stats", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "PUT", path: "/v1/client/allocation/x/restart", body: `{}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},

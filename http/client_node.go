@@ -28,6 +28,8 @@ func (h *Handler) registerClientNode() {
 	h.handle("/v1/client/fs/ls/{alloc_id}", methods{{http.MethodGet, h.clientFSList}})
 	h.handle("/v1/client/fs/stat/{alloc_id}", methods{{http.MethodGet, h.clientFSStat}})
 	h.handle("/v1/client/fs/cat/{alloc_id}", methods{{http.MethodGet, h.clientFSCat}})
+	h.handle("/v1/client/fs/readat/{alloc_id}", methods{{http.MethodGet, h.clientFSReadAt}})
+	h.handle("/v1/client/fs/stream/{alloc_id}", methods{{http.MethodGet, h.clientFSStream}})
 	h.handle("/v1/client/stats", methods{{http.MethodGet, h.clientHostStats}})
 	h.handle("/v1/client/allocation/{alloc_id}/stats", methods{{http.MethodGet, h.clientAllocStats}})
 	h.handle("/v1/client/allocation/{alloc_id}/restart", methods{{http.MethodPut, h.clientAllocRestart}, {http.MethodPost, h.clientAllocRestart}})
@@ -235,6 +237,75 @@ func (h *Handler) clientFSCat(w http.ResponseWriter, r *http.Request) (any, erro
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.Copy(w, resp.Body)
+	return written, nil
+}
+
+// clientFSReadAt streams a range of a file (offset, limit; the node
+// bounds it).
+func (h *Handler) clientFSReadAt(w http.ResponseWriter, r *http.Request) (any, error) {
+	g, q, err := h.fsGrant(r, api.GrantFSReadAt)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"offset", "limit"} {
+		if v := r.URL.Query().Get(name); v != "" {
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				return nil, badRequest("invalid %s %q: an integer is needed", name, v)
+			}
+			q.Set(name, v)
+		}
+	}
+	t, err := h.nodeGrant(r, g)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.callNode(r, t, http.MethodGet, "/v1/client/fs/readat/"+t.AllocID, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, resp.Body)
+	return written, nil
+}
+
+// clientFSStream follows a file in Nomad's frames (offset, origin).
+func (h *Handler) clientFSStream(w http.ResponseWriter, r *http.Request) (any, error) {
+	g, q, err := h.fsGrant(r, api.GrantFSStream)
+	if err != nil {
+		return nil, err
+	}
+	in := r.URL.Query()
+	if v := in.Get("offset"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+			return nil, badRequest("invalid offset %q: a non-negative integer is needed", v)
+		}
+		q.Set("offset", v)
+	}
+	switch o := in.Get("origin"); o {
+	case "":
+	case "start", "end":
+		q.Set("origin", o)
+	default:
+		return nil, badRequest("invalid origin %q: must be start or end", o)
+	}
+	t, err := h.nodeGrant(r, g)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.callNode(r, t, http.MethodGet, "/v1/client/fs/stream/"+t.AllocID, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	copyFlushing(w, rc, resp.Body)
 	return written, nil
 }
 

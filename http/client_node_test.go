@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -480,4 +482,88 @@ func TestClientRestartSignalNomadAPI(t *testing.T) {
 	if resp.StatusCode != 403 {
 		t.Errorf("signal to the node without a grant: %d", resp.StatusCode)
 	}
+}
+
+// TestClientFSStreamNomadAPI: AllocFS().ReadAt reads a range and Stream
+// follows a file in frames (what `nomad alloc fs -tail` and `-f` call),
+// the node directly and through the servers, with a "file truncated"
+// event when the file shrinks.
+func TestClientFSStreamNomadAPI(t *testing.T) {
+	e := cnStart(t)
+	rc, err := e.nc.AllocFS().ReadAt(e.alloc, "app/data/greeting.txt", 1, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := new(strings.Builder)
+	_, _ = bufio.NewReader(rc).WriteTo(buf)
+	rc.Close()
+	if buf.String() != "ell" {
+		t.Errorf("ReadAt 1,3: %q", buf.String())
+	}
+	if body := e.cat(t, "/v1/client/fs/readat/"+e.alloc.ID+"?path=app/data/greeting.txt&offset=4"); body != "o\n" {
+		t.Errorf("readat through the servers: %q", body)
+	}
+
+	grow := filepath.Join(e.v.dir, "alloc", e.alloc.ID, "app", "data", "grow.txt")
+	if err := os.WriteFile(grow, []byte("aaaa\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vs := nomadViaServers(t, e.s.TestServer, "root-secret", e.v.c.HTTPAddr())
+	for name, c := range map[string]*nomad.Client{"node": e.nc, "servers": vs.Client} {
+		if err := os.WriteFile(grow, []byte("aaaa\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cancel := make(chan struct{})
+		frames, errs := c.AllocFS().Stream(e.alloc, "app/data/grow.txt", nomad.OriginStart, 0, cancel, nil)
+		next := func(what string) *nomad.StreamFrame {
+			t.Helper()
+			select {
+			case f := <-frames:
+				return f
+			case err := <-errs:
+				t.Fatalf("%s: %s: %v", name, what, err)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: no frame for %s", name, what)
+			}
+			return nil
+		}
+		if f := next("the start"); string(f.Data) != "aaaa\n" || f.File != "app/data/grow.txt" || f.Offset != 5 {
+			t.Errorf("%s: first frame %+v", name, f)
+		}
+		appendFile(t, grow, "bbbb\n")
+		if f := next("an append"); string(f.Data) != "bbbb\n" || f.Offset != 10 {
+			t.Errorf("%s: appended frame %+v", name, f)
+		}
+		if err := os.WriteFile(grow, []byte("c\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f := next("the truncation")
+		if f.FileEvent != "file truncated" {
+			t.Errorf("%s: truncation frame %+v", name, f)
+		}
+		if len(f.Data) == 0 {
+			f = next("the data after the truncation")
+		}
+		if string(f.Data) != "c\n" {
+			t.Errorf("%s: after truncation %+v", name, f)
+		}
+		close(cancel)
+	}
+	if vs.dials.Load() == 0 {
+		t.Error("the servers-only client reached the node")
+	}
+	_, errs := e.nc.AllocFS().Stream(e.alloc, "app/passwd-link", nomad.OriginStart, 0, nil, nil)
+	nomadErr(t, "Stream of a symlink to /etc/passwd", <-errs, 400, "escapes the allocation directory")
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 }

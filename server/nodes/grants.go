@@ -41,7 +41,7 @@ func capabilityOf(op string) (string, bool) {
 	switch op {
 	case api.GrantLogs:
 		return acl.CapReadLogs, true
-	case api.GrantFSList, api.GrantFSStat, api.GrantFSCat:
+	case api.GrantFSList, api.GrantFSStat, api.GrantFSCat, api.GrantFSReadAt, api.GrantFSStream:
 		return acl.CapReadFS, true
 	case api.GrantAllocStats:
 		return acl.CapReadJob, true
@@ -72,7 +72,7 @@ func checkGrant(g *api.Grant) error {
 		if g.Stream != "stdout" && g.Stream != "stderr" {
 			return invalid("invalid log type %q: must be stdout or stderr", g.Stream)
 		}
-	case api.GrantFSList, api.GrantFSStat, api.GrantFSCat:
+	case api.GrantFSList, api.GrantFSStat, api.GrantFSCat, api.GrantFSReadAt, api.GrantFSStream:
 		p, err := CleanAllocPath(g.Path)
 		if err != nil {
 			return err
