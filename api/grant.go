@@ -118,16 +118,14 @@ const GrantTTL = LogsGrantTTL
 // GrantResponse answers GET /v1/client/grant/:op.
 type GrantResponse = LogsGrantResponse
 
-// GrantParams are the query parameters naming g (GET /v1/client/grant).
+// Params are the query parameters naming g on GET /v1/client/grant
+// (which grants only logs, fs/cat, fs/readat and fs/stream).
 func (g Grant) Params() map[string]string {
 	p := map[string]string{"op": g.Op}
-	for k, v := range map[string]string{"node_id": g.NodeID, "alloc_id": g.AllocID, "task": g.Task, "type": g.Stream, "path": g.Path, "signal": g.Signal} {
+	for k, v := range map[string]string{"alloc_id": g.AllocID, "task": g.Task, "type": g.Stream, "path": g.Path} {
 		if v != "" {
 			p[k] = v
 		}
-	}
-	if g.AllTasks {
-		p["all_tasks"] = "true"
 	}
 	return p
 }

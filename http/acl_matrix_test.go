@@ -380,7 +380,7 @@ func acxEndpoints() []acxEndpoint {
 		{method: "GET", path: "/v1/client/fs/logs-grant/x", need: needNodeRead, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		// The node API through the servers (client_node.go): the grant is
 		// checked by the node service, on the allocation's namespace.
-		{method: "GET", path: "/v1/client/grant?op=fs/ls&alloc_id=x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/grant?op=fs/cat&alloc_id=x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/ls/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/stat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/cat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},

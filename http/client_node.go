@@ -52,17 +52,17 @@ func (h *Handler) nodeGrant(r *http.Request, g api.Grant) (*nodes.LogsTarget, er
 	return svc.Grant(caller, g)
 }
 
-// clientGrant answers a grant to a caller that goes to a node directly.
+// clientGrant answers a grant to a caller that goes to a node directly
+// (the node asks it with the caller's token).
 func (h *Handler) clientGrant(w http.ResponseWriter, r *http.Request) (any, error) {
 	q := r.URL.Query()
-	g := api.Grant{Op: q.Get("op"), NodeID: q.Get("node_id"), AllocID: q.Get("alloc_id"), Task: q.Get("task"),
-		Stream: q.Get("type"), Path: q.Get("path"), Signal: q.Get("signal")}
-	if v := q.Get("all_tasks"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, badRequest("failed to parse all_tasks %q as a bool", v)
-		}
-		g.AllTasks = b
+	g := api.Grant{Op: q.Get("op"), AllocID: q.Get("alloc_id"), Task: q.Get("task"), Stream: q.Get("type"), Path: q.Get("path")}
+	// Only what Nomad's client calls on a node directly: a grant is a
+	// bearer credential for a minute, handed out no further than needed.
+	switch g.Op {
+	case api.GrantLogs, api.GrantFSCat, api.GrantFSReadAt, api.GrantFSStream:
+	default:
+		return nil, badRequest("op %q is not granted to callers: make that call through the servers", g.Op)
 	}
 	t, err := h.nodeGrant(r, g)
 	if err != nil {

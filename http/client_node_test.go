@@ -302,13 +302,16 @@ func TestClientFSNomadAPI(t *testing.T) {
 
 	// The node takes only a grant for exactly its call.
 	nodeAddr := e.v.c.HTTPAddr()
-	lsGrant := e.s.must(t, "GET", "/v1/client/grant?op=fs/ls&alloc_id="+e.alloc.ID+"&path=/", "")
+	catGrant := e.s.must(t, "GET", "/v1/client/grant?op=fs/cat&alloc_id="+e.alloc.ID+"&path=/app/data/greeting.txt", "")
 	var g api.GrantResponse
-	lsGrant.JSON(t, &g)
+	catGrant.JSON(t, &g)
+	expectError(t, e.s.Do(t, "GET", "/v1/client/grant?op=alloc/restart&alloc_id="+e.alloc.ID, "", "X-Nomad-Token", "root-secret"),
+		400, `op "alloc/restart" is not granted to callers: make that call through the servers`)
 	for _, c := range []struct{ path, grant string }{
 		{"/v1/client/fs/ls/" + e.alloc.ID + "?path=/", ""},
-		{"/v1/client/fs/ls/" + e.alloc.ID + "?path=/app", g.Grant},
-		{"/v1/client/fs/stat/" + e.alloc.ID + "?path=/", g.Grant},
+		{"/v1/client/fs/cat/" + e.alloc.ID + "?path=/app/inside-link", g.Grant},
+		{"/v1/client/fs/ls/" + e.alloc.ID + "?path=/app/data/greeting.txt", g.Grant},
+		{"/v1/client/fs/stat/" + e.alloc.ID + "?path=/app/data/greeting.txt", g.Grant},
 	} {
 		req, _ := http.NewRequest("GET", "http://"+nodeAddr+c.path, nil)
 		if c.grant != "" {
@@ -334,10 +337,12 @@ func TestClientFSNomadAPI(t *testing.T) {
 			t.Errorf("anonymous %s on the node: %d", p, resp.StatusCode)
 		}
 	}
-	req, _ := http.NewRequest("GET", "http://"+nodeAddr+"/v1/client/fs/ls/"+e.alloc.ID+"?path=/", nil)
+	req, _ := http.NewRequest("GET", "http://"+nodeAddr+"/v1/client/fs/cat/"+e.alloc.ID+"?path=/app/data/greeting.txt", nil)
 	req.Header.Set(api.GrantHeader, g.Grant)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
-		t.Errorf("node ls with its grant: %v %v", resp, err)
+		t.Errorf("node cat with its grant: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 }
 
