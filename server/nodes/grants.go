@@ -188,6 +188,5 @@ func (s *Service) Grant(c Caller, g api.Grant) (*LogsTarget, error) {
 	// the expiry against its own clock.
 	t.Expires = time.Now().Add(api.GrantTTL)
 	t.Grant = api.SignGrant(n.SecretID, g, t.Expires)
-	t.Op = g
 	return t, nil
 }

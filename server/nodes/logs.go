@@ -17,9 +17,6 @@ type LogsTarget struct {
 	HTTPAddr string
 	Grant    string
 	Expires  time.Time
-	// Op is the operation granted, as checked and normalized (the call
-	// to the node carries exactly these arguments).
-	Op api.Grant
 }
 
 // LogsGrant authorizes a caller to read one task stream of an allocation
