@@ -18,22 +18,29 @@ const allocUsage = `Usage: ctlplane alloc <command> [flags] ID
 Commands (Nomad's verbs; IDs by unique prefix):
   status ID                          show an allocation and its tasks' recent events
   logs [-f] [-stderr] ID [TASK]      print a task's output (-f: follow it as it is written)
+  fs [-stat] ID [PATH]               list a directory of the allocation or print a file
+  restart [-all-tasks] ID [TASK]     restart a task (default: every running task)
+  signal [-s SIGNAL] ID [TASK]       send a signal to a task (default SIGKILL; every running task)
 
 Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 -token (env CTLPLANE_TOKEN, then NOMAD_TOKEN).
 `
 
-const nodeUsage = `Usage: ctlplane node status [ID]
+const nodeUsage = `Usage: ctlplane node status [-stats] [ID]
 
-Lists the client nodes, or shows one (by unique ID prefix) with its allocations.
+Lists the client nodes, or shows one (by unique ID prefix) with its allocations
+(-stats: and its host's CPU, memory, disk and uptime, from the node).
 Takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and -token (env
 CTLPLANE_TOKEN, then NOMAD_TOKEN).
 `
 
 func runAlloc(args []string, stdout, stderr io.Writer) int {
 	return dispatch("alloc", allocUsage, map[string]func([]string, io.Writer, io.Writer) int{
-		"status": allocStatus,
-		"logs":   allocLogs,
+		"status":  allocStatus,
+		"logs":    allocLogs,
+		"fs":      allocFS,
+		"restart": allocRestart,
+		"signal":  allocSignal,
 	}, args, stdout, stderr)
 }
 
@@ -138,7 +145,7 @@ func allocLogs(args []string, stdout, stderr io.Writer) int {
 		}
 		task = names[0]
 	}
-	q := url.Values{"task": {task}, "type": {"stdout"}}
+	q := url.Values{"task": {task}, "type": {"stdout"}, "plain": {"true"}}
 	if *useStderr {
 		q.Set("type", "stderr")
 	}
@@ -186,6 +193,7 @@ func (f flushWriter) Write(p []byte) (int, error) {
 
 func nodeStatus(args []string, stdout, stderr io.Writer) int {
 	c := newNomadCmd("node status", nodeUsage, stdout, stderr)
+	stats := c.flags.Bool("stats", false, "show the node's host stats")
 	if !c.parse(args, 0, 1) {
 		return exitError
 	}
@@ -216,6 +224,11 @@ func nodeStatus(args []string, stdout, stderr io.Writer) int {
 	kv(stdout, "ID", n.ID, "Name", n.Name, "Datacenter", n.Datacenter, "HTTP Addr", orNone(n.HTTPAddr),
 		"Drivers", strings.Join(driverNames(n), ","), "Eligibility", n.SchedulingEligibility, "Status", n.Status,
 		"CPU", strconv.Itoa(n.Resources.CPU), "Memory MB", strconv.Itoa(n.Resources.MemoryMB))
+	if *stats {
+		if err := printNodeStats(c, id); err != nil {
+			return c.fail(err)
+		}
+	}
 	allocs, _, err := c.api.NodeAllocs(c.ctx(), id, nil)
 	if err != nil {
 		return c.fail(err)
