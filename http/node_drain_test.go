@@ -34,14 +34,6 @@ func ndStart(t *testing.T, opts ...servertest.Option) *ntEnv {
 	return &ntEnv{ts: ts, svc: s, clock: clock, url: hs.URL, srv: &view}
 }
 
-// nomadErr checks the error of Nomad's client: the status and the body.
-func nomadErr(t *testing.T, err error, status int, msg string) {
-	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), "Unexpected response code: "+strconv.Itoa(status)+" ("+msg+")") {
-		t.Errorf("got %v, want %d %q", err, status, msg)
-	}
-}
-
 // Nomad's own client drives a drain from start to cancel: the node's
 // fields as `nomad node status` reads them, eligibility refused while
 // draining, the start kept on an update, eligible again on cancel with
@@ -82,7 +74,7 @@ func TestNodeDrainNomadAPI(t *testing.T) {
 	}
 
 	_, err = nc.Nodes().ToggleEligibility(reg.ID, true, nil)
-	nomadErr(t, err, 400, "can not set node's scheduling eligibility to eligible while it is draining")
+	nomadErr(t, "eligible while draining", err, 400, "can not set node's scheduling eligibility to eligible while it is draining")
 
 	// An update later: the start stays, the deadline counts from now.
 	env.clock.Advance(10 * time.Minute)
@@ -201,9 +193,9 @@ func TestNodeDrainACL(t *testing.T) {
 	for _, c := range []struct{ name, secret string }{{"anonymous", ""}, {"read-only", reader.SecretID}, {"unknown", uuid.NewString()}} {
 		nc := nomadClient(t, env.srv, c.secret)
 		_, err := nc.Nodes().UpdateDrain(reg.ID, &nomad.DrainSpec{}, false, nil)
-		nomadErr(t, err, 403, "Permission denied")
+		nomadErr(t, "without node:write", err, 403, "Permission denied")
 		_, err = nc.Nodes().ToggleEligibility(reg.ID, false, nil)
-		nomadErr(t, err, 403, "Permission denied")
+		nomadErr(t, "without node:write", err, 403, "Permission denied")
 	}
 	nc := nomadClient(t, env.srv, writer.SecretID)
 	if _, err := nc.Nodes().UpdateDrain(reg.ID, &nomad.DrainSpec{}, false, nil); err != nil {

@@ -18,6 +18,9 @@ const allocUsage = `Usage: ctlplane alloc <command> [flags] ID
 Commands (Nomad's verbs; IDs by unique prefix):
   status ID                          show an allocation and its tasks' recent events
   logs [-f] [-stderr] ID [TASK]      print a task's output (-f: follow it as it is written)
+  fs [-stat] ID [PATH]               list a directory of the allocation or print a file
+  restart [-all-tasks] ID [TASK]     restart a task (default: every running task)
+  signal [-s SIGNAL] ID [TASK]       send a signal to a task (default SIGKILL; every running task)
 
 Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 -token (env CTLPLANE_TOKEN, then NOMAD_TOKEN).
@@ -26,7 +29,8 @@ Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 const nodeUsage = `Usage: ctlplane node <command> [flags] [ID]
 
 Commands (Nomad's verbs; node IDs by unique prefix):
-  status [ID]                        list the client nodes, or show one with its allocations
+  status [-stats] [ID]               list the client nodes, or show one with its allocations
+                                     (-stats: and its host's CPU, memory, disk and uptime)
   drain -enable|-disable [flags] ID  start, update or cancel a node's drain:
       -deadline D      stop what is left after D (default 1h)
       -force           stop everything now (no migration)
@@ -42,8 +46,11 @@ Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 
 func runAlloc(args []string, stdout, stderr io.Writer) int {
 	return dispatch("alloc", allocUsage, map[string]func([]string, io.Writer, io.Writer) int{
-		"status": allocStatus,
-		"logs":   allocLogs,
+		"status":  allocStatus,
+		"logs":    allocLogs,
+		"fs":      allocFS,
+		"restart": allocRestart,
+		"signal":  allocSignal,
 	}, args, stdout, stderr)
 }
 
@@ -150,7 +157,7 @@ func allocLogs(args []string, stdout, stderr io.Writer) int {
 		}
 		task = names[0]
 	}
-	q := url.Values{"task": {task}, "type": {"stdout"}}
+	q := url.Values{"task": {task}, "type": {"stdout"}, "plain": {"true"}}
 	if *useStderr {
 		q.Set("type", "stderr")
 	}
@@ -198,6 +205,7 @@ func (f flushWriter) Write(p []byte) (int, error) {
 
 func nodeStatus(args []string, stdout, stderr io.Writer) int {
 	c := newNomadCmd("node status", nodeUsage, stdout, stderr)
+	stats := c.flags.Bool("stats", false, "show the node's host stats")
 	if !c.parse(args, 0, 1) {
 		return exitError
 	}
@@ -228,6 +236,11 @@ func nodeStatus(args []string, stdout, stderr io.Writer) int {
 	kv(stdout, "ID", n.ID, "Name", n.Name, "Datacenter", n.Datacenter, "HTTP Addr", orNone(n.HTTPAddr),
 		"Drivers", strings.Join(driverNames(n), ","), "Drain", drainText(n), "Eligibility", n.SchedulingEligibility, "Status", n.Status,
 		"CPU", strconv.Itoa(n.Resources.CPU), "Memory MB", strconv.Itoa(n.Resources.MemoryMB))
+	if *stats {
+		if err := printNodeStats(c, id); err != nil {
+			return c.fail(err)
+		}
+	}
 	allocs, _, err := c.api.NodeAllocs(c.ctx(), id, nil)
 	if err != nil {
 		return c.fail(err)
