@@ -392,7 +392,16 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 			return fmt.Sprintf("allocation %s is gone or stopped", ip.AllocID), nil
 		}
 	}
-	running := func(id string) (bool, error) {
+	// Migrations (placements replacing an allocation this plan stops as
+	// migrated) may also go into a paused deployment, as in Nomad: a
+	// paused rollout must not block a drain.
+	migrating := map[string]bool{}
+	for _, st := range p.Stops {
+		if st.DesiredDescription == AllocDescMigrating {
+			migrating[st.AllocID] = true
+		}
+	}
+	running := func(id string, migration bool) (bool, error) {
 		if p.Deployment != nil && p.Deployment.ID == id {
 			return true, nil
 		}
@@ -400,7 +409,11 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 		if err != nil {
 			return false, fmt.Errorf("failed deployment lookup: %w", err)
 		}
-		return raw != nil && raw.(*Deployment).Status == DeploymentStatusRunning, nil
+		if raw == nil {
+			return false, nil
+		}
+		st := raw.(*Deployment).Status
+		return st == DeploymentStatusRunning || (migration && st == DeploymentStatusPaused), nil
 	}
 	for _, u := range p.DeploymentUpdates {
 		raw, err := txn.First(deploymentsTable, "id", u.DeploymentID)
@@ -422,7 +435,7 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 	need := map[string]Resources{}
 	for _, pl := range p.Placements {
 		if pl.DeploymentID != "" {
-			ok, err := running(pl.DeploymentID)
+			ok, err := running(pl.DeploymentID, migrating[pl.PreviousAllocation])
 			if err != nil {
 				return "", err
 			}

@@ -129,8 +129,10 @@ func TestMigrateWithoutRoomKeepsTheAllocationRunning(t *testing.T) {
 }
 
 // A paused deployment does not block a drain (Nomad's computeMigrations):
-// the replacement runs outside it; the rolling update stays paused. A
-// marked allocation on a node that is not draining moves as well.
+// the replacement joins it (a paused deployment is active, as in Nomad, so
+// the replacement counts against the rollout's limit once it resumes); the
+// rolling update stays paused. A marked allocation on a node that is not
+// draining moves as well.
 func TestMigrateIgnoresAPausedDeployment(t *testing.T) {
 	h := newHarness(t)
 	h.nodes(3, 0, 0)
@@ -156,7 +158,7 @@ func TestMigrateIgnoresAPausedDeployment(t *testing.T) {
 			repl = a
 		}
 	}
-	if repl == nil || repl.DeploymentID != "" || repl.Name != old.Name {
+	if repl == nil || repl.DeploymentID != d.ID || repl.Name != old.Name {
 		t.Fatalf("replacement: %+v\n%s", repl, dump(h))
 	}
 	if got := h.latest("web"); got.ID != d.ID || got.Status != state.DeploymentStatusPaused {

@@ -142,6 +142,37 @@ func runProperty(t *testing.T, seed int64, steps int) {
 				pj.maxParallel = stable.TaskGroups[0].Update.MaxParallel
 				h.process(h.register(stable.Copy()))
 			}
+		case k == 4 && rng.Intn(3) == 0: // an operator drains a node (the drainer marks what runs there); a new one joins
+			live := reachable(h.live("web"))
+			if len(live) == 0 {
+				continue
+			}
+			victim := live[rng.Intn(len(live))].NodeID
+			if _, n, _ := h.store.Node(nil, victim); n == nil || n.Status != state.NodeStatusReady || n.DrainStrategy != nil {
+				continue
+			}
+			// As the drainer (Nomad's handleTaskGroup): at most healthy −
+			// (Count − MaxParallel) at a time.
+			healthy := 0
+			for _, a := range live {
+				if a.DeploymentStatus.IsHealthy() && !a.DesiredTransition.ShouldMigrate() {
+					healthy++
+				}
+			}
+			room := healthy - (pj.count - pj.maxParallel)
+			var marked []*state.Allocation
+			for _, a := range live {
+				if a.NodeID == victim && len(marked) < room && !a.DesiredTransition.ShouldMigrate() {
+					marked = append(marked, a)
+				}
+			}
+			if len(marked) == 0 {
+				continue
+			}
+			log = append(log, fmt.Sprintf("drain %d", len(marked)))
+			h.node(fmt.Sprintf("n%d", 100+step), "dc1", 500, 0)
+			h.drain(victim, marked...)
+			h.run("web", state.EvalTriggerNodeDrain)
 		case k == 4: // a node dies; a new one joins
 			live := h.live("web")
 			if len(live) == 0 {

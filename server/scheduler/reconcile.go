@@ -14,7 +14,7 @@ const (
 	allocUpdating    = "alloc is being updated due to job update"
 	allocLost        = "alloc is lost since its node is down"
 	allocRescheduled = "alloc was rescheduled because it failed"
-	allocMigrating   = "alloc is being migrated"
+	allocMigrating   = state.AllocDescMigrating
 )
 
 // result is one computed plan and what the evaluation reports about it.
@@ -80,6 +80,11 @@ type groupState struct {
 
 	placed, queued int
 	requireCanary  bool
+	// migrated counts the migrations this plan places; names and
+	// placedNames keep two placements of one plan off one name.
+	migrated    int
+	names       *nameIndex
+	placedNames map[int]bool
 }
 
 // compute reconciles the evaluation's job with snap and returns the plan.
@@ -405,9 +410,11 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 			r.stop(a, allocLost, state.AllocClientStatusLost)
 			gs.addDonor(a, "")
 			continue
-		case a.DesiredTransition.ShouldMigrate() && !(canaryIDs[a.ID] && canaryState):
+		case a.DesiredTransition.ShouldMigrate() && !(canaryIDs[a.ID] && canaryState) &&
+			!(a.DeploymentStatus != nil && a.DeploymentStatus.Canary && !canaryIDs[a.ID]):
 			// On any node, as Nomad's filterByTainted; a canary awaiting
-			// promotion stays one until then.
+			// promotion stays one until then, and a canary of an older
+			// deployment is stopped below rather than moved.
 			gs.migrate = append(gs.migrate, a)
 			continue
 		case canaryIDs[a.ID]:
@@ -437,6 +444,17 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 			kept = append(kept, a)
 		}
 		live = kept
+		// An old allocation a drain marked goes the same way: migrating
+		// it would place a second allocation under the canary's name.
+		moving := gs.migrate[:0]
+		for _, a := range gs.migrate {
+			if a.JobVersion != r.job.Version && names[a.Name] {
+				r.stop(a, allocNotNeeded, "")
+				continue
+			}
+			moving = append(moving, a)
+		}
+		gs.migrate = moving
 	}
 	counted := live
 	if !canaryState {
