@@ -1,11 +1,9 @@
 package scheduler
 
 import (
-	"sort"
 	"time"
 
 	"github.com/ctlplane/ctlplane/state"
-	"github.com/google/uuid"
 )
 
 // Disconnected clients (Nomad's texts).
@@ -178,47 +176,21 @@ func (r *reconciler) markDisconnected(disconnecting []*state.Allocation) {
 	if len(disconnecting) == 0 {
 		return
 	}
-	type timeout struct {
-		alloc *state.Allocation
-		at    time.Time
-	}
-	var ts []timeout
+	var ts []delayedReschedule
 	for _, a := range disconnecting {
 		if r.stopped[a.ID] {
 			continue
 		}
 		if mcd := r.maxDisconnect(a); mcd != nil {
-			ts = append(ts, timeout{a, r.now.Add(*mcd)})
+			ts = append(ts, delayedReschedule{alloc: a, at: r.now.Add(*mcd)})
 		}
 	}
-	sort.SliceStable(ts, func(i, j int) bool { return ts[i].at.Before(ts[j].at) })
-	var eval *state.Evaluation
-	for _, t := range ts {
-		if eval == nil || t.at.Sub(time.Unix(0, eval.WaitUntil)) >= followupBatch {
-			typ := r.eval.Type
-			if typ == "" {
-				typ = state.JobTypeService
-			}
-			eval = &state.Evaluation{
-				ID:                uuid.NewString(),
-				Namespace:         r.job.Namespace,
-				Priority:          r.eval.Priority,
-				Type:              typ,
-				TriggeredBy:       state.EvalTriggerMaxDisconnect,
-				JobID:             r.job.ID,
-				JobModifyIndex:    r.job.JobModifyIndex,
-				Status:            state.EvalStatusPending,
-				StatusDescription: descFollowupDisconnect,
-				WaitUntil:         t.at.UnixNano(),
-				PreviousEval:      r.eval.ID,
-			}
-			r.res.plan.FollowupEvals = append(r.res.plan.FollowupEvals, eval)
-		}
+	r.batchFollowups(ts, state.EvalTriggerMaxDisconnect, descFollowupDisconnect, func(t delayedReschedule, eval *state.Evaluation) {
 		r.res.plan.ClientStates = append(r.res.plan.ClientStates, &state.AllocClientState{
 			AllocID: t.alloc.ID, ClientStatus: state.AllocClientStatusUnknown, ClientDescription: allocUnknown,
 			FollowupEvalID: eval.ID, Time: r.now.UnixNano(),
 		})
-	}
+	})
 }
 
 // replaced says whether an unknown allocation was replaced: it no longer
