@@ -30,7 +30,9 @@ func (f *FSM) SetEventSink(sink EventSink) {
 // an ACL object <Topic>Upserted or <Topic>Deleted). A command that is not
 // listed still gets events of the defaults.
 var eventTypes = map[MessageType]state.EventTypes{
-	PlanApplyType:              {stream.TopicAllocation: stream.TypePlanResult},
+	// A job's status follows its allocations: the entry that moved it names the event.
+	PlanApplyType:              {stream.TopicAllocation: stream.TypePlanResult, stream.TopicJob: stream.TypePlanResult},
+	AllocClientUpdateType:      {stream.TopicJob: stream.TypeAllocationUpdated},
 	DeploymentPromoteType:      {stream.TopicDeployment: stream.TypeDeploymentPromotion, stream.TopicAllocation: stream.TypeDeploymentPromotion},
 	DeploymentAllocHealthType:  {stream.TopicDeployment: stream.TypeDeploymentAllocHealth, stream.TopicAllocation: stream.TypeDeploymentAllocHealth},
 	AllocDesiredTransitionType: {stream.TopicAllocation: stream.TypeAllocationUpdateDesiredStatus},
