@@ -27,6 +27,10 @@ const (
 	// DefaultEventWriteTimeout bounds one write to a subscriber: one that
 	// does not read is cut off instead of holding its batches.
 	DefaultEventWriteTimeout = 10 * time.Second
+	// eventLinger is how long a woken subscriber waits for more entries
+	// before it writes: with a thousand subscribers, one wake-up and one
+	// write per entry each would cost more than the entries themselves.
+	eventLinger = 10 * time.Millisecond
 )
 
 type eventStreamConfig struct {
@@ -120,6 +124,11 @@ func (s *subscriber) run(r *http.Request, cur *stream.Cursor) {
 			case <-r.Context().Done():
 				return
 			case <-wait:
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(eventLinger):
+				}
 				continue
 			case <-tick.C:
 				if !s.reauthorize() {
@@ -131,13 +140,18 @@ func (s *subscriber) run(r *http.Request, cur *stream.Cursor) {
 				continue
 			}
 		}
+		// Everything that has come is sent in one write and one flush.
+		s.line.Reset()
 		for _, b := range batches {
 			if aclChange(b) && !s.reauthorize() {
 				return
 			}
-			if !s.send(b) {
+			if !s.add(b) {
 				return
 			}
+		}
+		if s.line.Len() > 0 && !s.write(s.line.Bytes()) {
+			return
 		}
 	}
 }
@@ -172,14 +186,14 @@ func (s *subscriber) reauthorize() bool {
 	return true
 }
 
-// send writes the events of b that the filter keeps and the token may read.
-func (s *subscriber) send(b *stream.Batch) bool {
+// add appends the line of b's events that the filter keeps and the token
+// may read (none: no line).
+func (s *subscriber) add(b *stream.Batch) bool {
 	enc, err := b.Encoded(eventView)
 	if err != nil {
 		s.end(fmt.Sprintf("failed to encode the events of index %d: %v", b.Index, err))
 		return false
 	}
-	s.line.Reset()
 	n := 0
 	for i := range b.Events {
 		e := &b.Events[i]
@@ -194,11 +208,10 @@ func (s *subscriber) send(b *stream.Batch) bool {
 		s.line.Write(enc[i])
 		n++
 	}
-	if n == 0 {
-		return true
+	if n > 0 {
+		s.line.WriteString("]}\n")
 	}
-	s.line.WriteString("]}\n")
-	return s.write(s.line.Bytes())
+	return true
 }
 
 // write sends one line within the write timeout: a subscriber that does
