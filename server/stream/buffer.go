@@ -14,7 +14,7 @@ const DefaultBufferSize = 100
 // a reader that falls behind the oldest kept batch is cut off, so memory is
 // bounded by Size whatever the readers do.
 type Buffer struct {
-	mu     sync.Mutex
+	mu     sync.RWMutex // readers share it: a publish wakes them all at once
 	size   int
 	ring   []*Batch
 	first  uint64 // sequence number of ring[start]
@@ -106,8 +106,8 @@ func (b *Buffer) Subscribe(index uint64) *Cursor {
 // once the reader has fallen behind the buffer, or with the buffer's Close error.
 func (c *Cursor) Next() ([]*Batch, <-chan struct{}, error) {
 	b := c.buf
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	if b.closed != nil {
 		return nil, nil, b.closed
 	}
