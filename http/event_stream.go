@@ -30,7 +30,7 @@ const (
 	// eventLinger is how long a woken subscriber waits for more entries
 	// before it writes: with a thousand subscribers, one wake-up and one
 	// write per entry each would cost more than the entries themselves.
-	eventLinger = 10 * time.Millisecond
+	eventLinger = 30 * time.Millisecond
 )
 
 type eventStreamConfig struct {
