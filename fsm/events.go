@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"errors"
+
 	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
@@ -9,7 +11,12 @@ import (
 // EventSink takes the events of each applied entry (a stream.Buffer).
 type EventSink interface {
 	Publish(index uint64, events []stream.Event)
+	// Reset ends the subscriptions of a state a snapshot restore replaced.
+	Reset(err error)
 }
+
+// errRestored ends the event streams of a replaced state.
+var errRestored = errors.New("subscription closed by server: its state was replaced by a snapshot restore; resubscribe (events of the entries the snapshot covers were not produced here)")
 
 // SetEventSink makes the FSM derive events from every entry it applies
 // (from the changes its write committed, state.Events) and hand them to

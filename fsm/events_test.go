@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -127,5 +129,46 @@ func TestEventsCarryNoSecrets(t *testing.T) {
 	// The stored token keeps its secret: the event has its own copy.
 	if _, tk, _ := f.State().ACLTokenBySecret(nil, "00000000-0000-0000-0000-00000000005e"); tk == nil {
 		t.Error("the stored token lost its secret")
+	}
+}
+
+// A snapshot restore ends the subscriptions of the replaced state with a
+// message, and the restored store goes on producing events.
+func TestEventsSnapshotRestoreEndsSubscriptions(t *testing.T) {
+	src := New(hclog.NewNullLogger())
+	pol := func(id, name string) []byte {
+		b, err := Encode(ACLPolicySetType, &ACLPolicySetRequest{Policy: state.ACLPolicy{ID: id, Name: name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	src.ApplyEntry(3, pol("00000000-0000-0000-0000-0000000000a1", "p1"))
+	var snap bytes.Buffer
+	s := src.Snapshot()
+	if err := s.Stream(&snap); err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+
+	f := New(hclog.NewNullLogger())
+	buf := stream.NewBuffer(10)
+	f.SetEventSink(buf)
+	f.ApplyEntry(1, pol("00000000-0000-0000-0000-0000000000b1", "other"))
+	cur := buf.Subscribe(0)
+	if batches, _, err := cur.Next(); err != nil || len(batches) != 1 {
+		t.Fatalf("before restore: %d %v", len(batches), err)
+	}
+	if err := f.Restore(io.NopCloser(&snap)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cur.Next(); err == nil || !strings.Contains(err.Error(), "replaced by a snapshot restore") {
+		t.Fatalf("after restore: %v", err)
+	}
+	fresh := buf.Subscribe(0)
+	f.ApplyEntry(4, pol("00000000-0000-0000-0000-0000000000a2", "p2"))
+	batches, _, err := fresh.Next()
+	if err != nil || len(batches) != 1 || batches[0].Index != 4 || batches[0].Events[0].Key != "00000000-0000-0000-0000-0000000000a2" {
+		t.Fatalf("after restore, a new subscription: %v %v", batches, err)
 	}
 }

@@ -224,6 +224,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.state = fresh
 	if f.events != nil {
 		fresh.TrackChanges()
+		f.events.Reset(errRestored)
 	}
 	f.mu.Unlock()
 	old.Abandon()

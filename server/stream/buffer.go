@@ -22,6 +22,8 @@ type Buffer struct {
 	count  int
 	notify chan struct{} // closed and replaced on every publish
 	closed error         // set by Close: every reader ends with it
+	gen    uint64        // bumped by Reset: older cursors end with resetErr
+	reset  error
 }
 
 // NewBuffer returns a buffer of size batches (DefaultBufferSize when 0 or less).
@@ -67,12 +69,30 @@ func (b *Buffer) Close(err error) {
 	}
 }
 
+// Reset drops every kept batch and ends every subscription made before it
+// with err: the state they followed was replaced (a snapshot restore), so
+// the entries they would miss will never be published.
+func (b *Buffer) Reset(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.ring {
+		b.ring[i] = nil
+	}
+	b.first += uint64(b.count)
+	b.start, b.count = 0, 0
+	b.gen++
+	b.reset = err
+	close(b.notify)
+	b.notify = make(chan struct{})
+}
+
 // ErrLagging ends the subscription of a reader that fell behind the buffer.
 var ErrLagging = errors.New("subscription closed by server: the client fell behind the event buffer (it reads too slowly); resubscribe with the index of the last event it received")
 
 // Cursor is one reader's position in the buffer.
 type Cursor struct {
 	buf *Buffer
+	gen uint64
 	seq uint64 // sequence number of the next batch to read
 	// Truncated says that the index asked for was older than the oldest
 	// batch kept: the cursor starts at the oldest instead.
@@ -86,7 +106,7 @@ type Cursor struct {
 func (b *Buffer) Subscribe(index uint64) *Cursor {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := &Cursor{buf: b, seq: b.first + uint64(b.count)}
+	c := &Cursor{buf: b, gen: b.gen, seq: b.first + uint64(b.count)}
 	if b.count > 0 {
 		c.Oldest = b.ring[b.start].Index
 	}
@@ -110,6 +130,9 @@ func (c *Cursor) Next() ([]*Batch, <-chan struct{}, error) {
 	defer b.mu.RUnlock()
 	if b.closed != nil {
 		return nil, nil, b.closed
+	}
+	if c.gen != b.gen {
+		return nil, nil, b.reset
 	}
 	if c.seq < b.first {
 		return nil, nil, fmt.Errorf("%w (%d batches kept)", ErrLagging, b.size)
