@@ -132,8 +132,8 @@ func TestEventStreamCanaryRollout(t *testing.T) {
 		}
 	}
 	got := again.waitFor(t, "of the promoted deployment's success (resumed)", deploymentDone(1))
-	if summary(got[:len(want)]) != summary(want) {
-		t.Errorf("resumed at %d:%s\nwant:%s", v1, summary(got[:len(want)]), summary(want))
+	if len(got) < len(want) || summary(got[:len(want)]) != summary(want) {
+		t.Errorf("resumed at %d:%s\nwant:%s", v1, summary(got), summary(want))
 	}
 }
 
@@ -174,7 +174,9 @@ func TestEventStreamFilters(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	all.waitFor(t, "of other/db", func(e api.Event) bool { return e.Key == "db" })
-	time.Sleep(100 * time.Millisecond) // anything wrongly delivered would be in by now
+	other.waitFor(t, "of other/db", func(e api.Event) bool { return e.Key == "db" })
+	webOnly.waitFor(t, "of default/web", func(e api.Event) bool { return e.Key == "web" })
+	time.Sleep(200 * time.Millisecond) // anything wrongly delivered would be in by now
 	if got := keys(all); got != "default/web default/api other/web other/db" {
 		t.Errorf("namespace=*: %s", got)
 	}
