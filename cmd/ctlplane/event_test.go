@@ -2,11 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,5 +97,55 @@ func TestEventStreamCLI(t *testing.T) {
 	}
 	if s := stderr.String(); !strings.Contains(s, "Error: the server ended the stream: ACL token not found: the stream's token was deleted or has expired") {
 		t.Errorf("stderr %q", s)
+	}
+}
+
+// `deployment status -monitor` reads the deployment once, then follows its
+// changes on the event stream instead of blocking queries (seen through a
+// proxy that counts the requests), to the deployment's success.
+func TestDeploymentMonitorFollowsEventStream(t *testing.T) {
+	ts := servertest.Start(t, servertest.DevNodes(1))
+	waitFor(t, "the dev node", func() bool {
+		var nodes []struct{ Status string }
+		r := ts.Do(t, "GET", "/v1/nodes", "")
+		return r.Status == 200 && json.Unmarshal([]byte(r.Body), &nodes) == nil && len(nodes) == 1 && nodes[0].Status == "ready"
+	})
+	job := `{"Job":{"ID":"web","Datacenters":["dc1"],"TaskGroups":[{"Name":"web","Count":2,` +
+		`"Update":{"MaxParallel":1,"HealthCheck":"task_states","MinHealthyTime":1500000000,"HealthyDeadline":20000000000,"ProgressDeadline":60000000000},` +
+		`"Tasks":[{"Name":"app","Driver":"mock_driver","Config":{"run_for":"1h"},"Resources":{"CPU":100,"MemoryMB":64}}]}]}}`
+	if r := ts.Do(t, "PUT", "/v1/jobs", job); r.Status != http.StatusOK {
+		t.Fatalf("register: %d %s", r.Status, r.Body)
+	}
+	var dep struct{ ID string }
+	waitFor(t, "the deployment", func() bool {
+		r := ts.Do(t, "GET", "/v1/job/web/deployment", "")
+		return r.Status == 200 && json.Unmarshal([]byte(r.Body), &dep) == nil && dep.ID != ""
+	})
+
+	target, err := url.Parse(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+
+	var out bytes.Buffer
+	code := run([]string{"deployment", "status", "-monitor", "-address=" + front.URL, dep.ID[:8]}, &out, io.Discard)
+	if code != 0 || !strings.Contains(out.String(), "✓ Deployment") || !strings.Contains(out.String(), "successful") {
+		t.Fatalf("exit %d:\n%s", code, out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["/v1/event/stream"] != 1 || seen["/v1/deployment/"+dep.ID] != 1 {
+		t.Errorf("requests %v: want one read of the deployment, then the stream", seen)
 	}
 }
