@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/server/tlsutil"
 	"github.com/hashicorp/go-hclog"
 )
@@ -132,6 +133,7 @@ func DefaultConfig() *Config {
 		HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
 		HTTPBodyReadTimeout:   DefaultHTTPBodyReadTimeout,
 		DevNodes:              -1,
+		EventBufferSize:       stream.DefaultBufferSize,
 	}
 }
 

@@ -164,3 +164,15 @@ func TestEventStreamFollowerMatchesLeader(t *testing.T) {
 		}
 	}
 }
+
+// -event-buffer-size=-1 turns the stream off: 501 with a message.
+func TestEventStreamOff(t *testing.T) {
+	ts := servertest.Start(t, eventConfig(-1, 0))
+	if ts.EventBuffer() != nil {
+		t.Fatal("a buffer with the stream off")
+	}
+	r := ts.Do(t, http.MethodGet, "/v1/event/stream", "")
+	if r.Status != http.StatusNotImplemented || r.Body != "The event stream is not served by this agent (its event buffer is off)" {
+		t.Errorf("%d %q", r.Status, r.Body)
+	}
+}
