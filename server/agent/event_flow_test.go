@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -34,13 +35,10 @@ func TestEventStreamHeartbeat(t *testing.T) {
 	}
 }
 
-// A subscriber that stops reading while the cluster goes on writing is cut
-// off with a message once it falls behind the buffer: the server never
-// holds more than the buffer's batches for it.
-func TestEventStreamSlowConsumerCutOff(t *testing.T) {
-	const size = 5
-	ts := servertest.Start(t, eventConfig(size, 0), func(c *server.Config) { c.EventWriteTimeout = time.Minute })
-	// A client with a tiny receive window that reads nothing for now.
+// dialTiny opens a connection with a tiny receive window and subscribes to
+// the Job topic on it, reading nothing but the response's headers.
+func dialTiny(t *testing.T, ts *servertest.TestServer) (net.Conn, *http.Response) {
+	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
@@ -53,32 +51,37 @@ func TestEventStreamSlowConsumerCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	fmt.Fprintf(conn, "GET /v1/event/stream?topic=Job HTTP/1.1\r\nHost: x\r\n\r\n")
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("subscribe: %v %v", resp, err)
 	}
-	// Jobs of ~120 KB each (job Meta and task Config at their caps).
+	return conn, resp
+}
+
+// registerBig registers n jobs of ~120 KB each (job Meta and task Config
+// at their caps): more than socket buffers hold.
+func registerBig(t *testing.T, ts *servertest.TestServer, n int) {
+	t.Helper()
 	meta := map[string]string{}
 	for k := 0; k < 60; k++ {
 		meta[fmt.Sprint("k", k)] = strings.Repeat("m", 1000)
 	}
 	metaJSON, _ := json.Marshal(meta)
-	const jobs = 80
-	for i := 0; i < jobs; i++ {
+	for i := 0; i < n; i++ {
 		spec := jobSpec{count: 1, config: map[string]any{"run_for": "1h", "pad": strings.Repeat("c", 60<<10)}}
 		body := strings.Replace(spec.body(), `"ID":"web"`, fmt.Sprintf(`"ID":"job%d","Meta":%s`, i, metaJSON), 1)
 		if r := ts.Do(t, http.MethodPut, "/v1/jobs", body); r.Status != http.StatusOK {
 			t.Fatalf("register %d: %d %s", i, r.Status, r.Body)
 		}
 	}
-	if n := ts.EventBuffer().Size(); n != size {
-		t.Fatalf("buffer size %d", n)
-	}
-	// Now read it all: some jobs' events, then the reason it was cut off.
-	sc := bufio.NewScanner(resp.Body)
+}
+
+// readAll reads a stream's lines to its end.
+func readAll(t *testing.T, body io.Reader) []string {
+	t.Helper()
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 1<<20), 4<<20)
 	var lines []string
 	done := make(chan struct{})
@@ -91,8 +94,25 @@ func TestEventStreamSlowConsumerCutOff(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the slow consumer's stream did not end")
+		t.Fatal("the stream did not end")
 	}
+	return lines
+}
+
+// A subscriber that stops reading while the cluster goes on writing is cut
+// off with a message once it falls behind the buffer: the server never
+// holds more than the buffer's batches for it.
+func TestEventStreamSlowConsumerCutOff(t *testing.T) {
+	const size = 5
+	ts := servertest.Start(t, eventConfig(size, 0), func(c *server.Config) { c.EventWriteTimeout = time.Minute })
+	_, resp := dialTiny(t, ts)
+	const jobs = 80
+	registerBig(t, ts, jobs)
+	if n := ts.EventBuffer().Size(); n != size {
+		t.Fatalf("buffer size %d", n)
+	}
+	// Now read it all: some jobs' events, then the reason it was cut off.
+	lines := readAll(t, resp.Body)
 	if len(lines) < 2 {
 		t.Fatalf("%d lines", len(lines))
 	}
@@ -106,6 +126,34 @@ func TestEventStreamSlowConsumerCutOff(t *testing.T) {
 	}
 	if got == 0 || got >= jobs {
 		t.Errorf("the slow consumer got %d job events of %d before it was cut off", got, jobs)
+	}
+}
+
+// A subscriber that reads nothing at all is cut off when a write has waited
+// the write timeout, though it has not fallen behind the buffer.
+func TestEventStreamStalledConsumerCutOff(t *testing.T) {
+	ts := servertest.Start(t, eventConfig(1000, 0), func(c *server.Config) { c.EventWriteTimeout = 300 * time.Millisecond })
+	_, resp := dialTiny(t, ts)
+	const jobs = 80
+	registerBig(t, ts, jobs)
+	time.Sleep(time.Second) // past the write timeout
+	lines := readAll(t, resp.Body) // it ends: the server closed the connection
+	got := 0
+	for i, l := range lines {
+		var b rawBatch
+		if err := json.Unmarshal([]byte(l), &b); err != nil {
+			if i == len(lines)-1 {
+				break // the write the deadline cut short
+			}
+			t.Fatalf("line %d of %d (%d bytes) is not JSON: %v", i, len(lines), len(l), err)
+		}
+		if b.Error != "" {
+			t.Errorf("a stalled consumer got a message it could not read: %q", b.Error)
+		}
+		got += len(b.Events)
+	}
+	if got >= jobs {
+		t.Errorf("the stalled consumer got all %d job events: it was not cut off", got)
 	}
 }
 

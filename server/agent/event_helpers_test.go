@@ -166,7 +166,7 @@ func decodeLine(t *testing.T, line string) rawBatch {
 	t.Helper()
 	var b rawBatch
 	if err := json.Unmarshal([]byte(line), &b); err != nil {
-		t.Fatalf("line %q: %v", line, err)
+		t.Fatalf("line %.200q (%d bytes): %v", line, len(line), err)
 	}
 	return b
 }
