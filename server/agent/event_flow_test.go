@@ -136,7 +136,7 @@ func TestEventStreamStalledConsumerCutOff(t *testing.T) {
 	_, resp := dialTiny(t, ts)
 	const jobs = 80
 	registerBig(t, ts, jobs)
-	time.Sleep(time.Second) // past the write timeout
+	time.Sleep(time.Second)        // past the write timeout
 	lines := readAll(t, resp.Body) // it ends: the server closed the connection
 	got := 0
 	for i, l := range lines {
