@@ -172,3 +172,18 @@ func TestEventsSnapshotRestoreEndsSubscriptions(t *testing.T) {
 		t.Fatalf("after restore, a new subscription: %v %v", batches, err)
 	}
 }
+
+// recordingBatch lists the commands that run in a batch of entries and
+// whose state writes call Batch.record (memdb's tracking cannot tell the
+// entries of one transaction apart).
+var recordingBatch = map[MessageType]bool{BindingRuleSetType: true, BindingRuleDeleteType: true}
+
+// A new batched command must record its changes, or its entries would give
+// no events.
+func TestBatchedCommandsRecordTheirChanges(t *testing.T) {
+	for mt, c := range commands {
+		if c.batch != nil && !recordingBatch[mt] {
+			t.Errorf("command %q runs in a batch of entries: make its state writes call Batch.record (see state.NewEntriesBatch) and list it in recordingBatch", c.name)
+		}
+	}
+}
