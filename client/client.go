@@ -70,6 +70,10 @@ type Config struct {
 	// HTTPAdvertise is the address the servers reach that API at (default:
 	// the listener's, 127.0.0.1 when it listens on every interface).
 	HTTPAdvertise string
+	// GCInterval is how often the client asks the servers whether the
+	// finished allocations it keeps directories for were collected, and
+	// removes those that were (default 1 minute, Nomad's client gc_interval).
+	GCInterval time.Duration
 }
 
 // Client is one node agent.
@@ -90,9 +94,11 @@ type Client struct {
 	closed   bool
 	cur      int          // index of the server in use
 	failures atomic.Int32 // consecutive failures, for the backoff
-	ttl      time.Duration
-	hbTimer  *time.Timer
-	runners  map[string]*allocRunner
+	// partitioned: cut off from the servers (SetPartitioned).
+	partitioned atomic.Bool
+	ttl         time.Duration
+	hbTimer     *time.Timer
+	runners     map[string]*allocRunner
 	// pending status reports by allocation, sent by flush.
 	pending    map[string]*api.AllocClientUpdate
 	flushTimer *time.Timer
@@ -103,6 +109,9 @@ type Client struct {
 	procs sync.WaitGroup
 	// saved is the state of a previous run, restored by Run.
 	saved *savedState
+	// gcDirs are allocations with a directory and no runner (finished,
+	// no longer listed): removed once the servers no longer know them.
+	gcDirs map[string]bool
 	// State saves: saveSeq numbers snapshots; savedSeq is the last written.
 	saveSeq  uint64
 	saveMu   sync.Mutex
@@ -138,6 +147,9 @@ func New(cfg Config) (*Client, error) {
 	var saved *savedState
 	var secret string
 	if cfg.DataDir != "" {
+		if err := prepareDataDir(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
 		var err error
 		if saved, err = loadState(cfg.DataDir); err != nil {
 			return nil, fmt.Errorf("client: %w", err)
@@ -176,6 +188,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.FlushSize <= 0 {
 		cfg.FlushSize = 100
 	}
+	if cfg.GCInterval <= 0 {
+		cfg.GCInterval = time.Minute
+	}
 	if cfg.RawExec && cfg.DataDir == "" {
 		return nil, errors.New("client: raw_exec needs a data directory")
 	}
@@ -192,7 +207,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID, secret: secret,
 		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
-		registered: make(chan struct{}), ctx: context.Background(), saved: saved,
+		registered: make(chan struct{}), ctx: context.Background(), saved: saved, gcDirs: map[string]bool{},
 	}
 	for _, addr := range cfg.Servers {
 		ac, err := api.NewClient(api.Config{Address: addr, Token: cfg.Token, HTTPClient: cfg.HTTPClient})
@@ -232,6 +247,10 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	if c.cfg.RawExec {
 		go c.rotateLoop(ctx)
+	}
+	if c.cfg.DataDir != "" {
+		c.findOrphanDirs()
+		go c.gcLoop(ctx)
 	}
 	if err := c.register(ctx); err != nil {
 		return err
@@ -299,7 +318,7 @@ func (c *Client) register(ctx context.Context) error {
 	reg := &api.NodeRegistration{
 		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: c.drivers(), HTTPAddr: c.httpAddr,
 		Resources: c.cfg.Resources, Meta: c.cfg.Meta,
-		Attributes: map[string]string{"driver.mock_driver": "1", "kernel.name": "simulated"},
+		Attributes: c.attributes(),
 	}
 	for {
 		srv := c.server()
@@ -359,6 +378,12 @@ func (c *Client) heartbeat() {
 	ctx, closed := c.ctx, c.closed
 	c.mu.Unlock()
 	if closed || ctx.Err() != nil {
+		return
+	}
+	if c.partitioned.Load() {
+		c.mu.Lock()
+		c.armHeartbeatLocked(heartbeatInterval(c.ttl))
+		c.mu.Unlock()
 		return
 	}
 	srv := c.server()
@@ -474,10 +499,10 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) bool {
 	// still runs of it, and forget it once every task is dead.
 	for id, ar := range c.runners {
 		if !seen[id] {
+			ar.unlisted = true
 			ar.stop()
 			if ar.finished() {
-				ar.destroy()
-				delete(c.runners, id)
+				c.forgetLocked(ar)
 			}
 		}
 	}
@@ -512,7 +537,7 @@ func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 func (c *Client) flush() {
 	c.mu.Lock()
 	c.flushTimer = nil
-	if c.closed || c.flushing || len(c.pending) == 0 {
+	if c.closed || c.flushing || len(c.pending) == 0 || c.partitioned.Load() {
 		c.mu.Unlock()
 		return
 	}

@@ -30,6 +30,16 @@ func (c *Client) drivers() map[string]*api.DriverInfo {
 	return d
 }
 
+// attributes are the node's fingerprint: Nomad's driver.<name> = "1" for
+// each driver it offers.
+func (c *Client) attributes() map[string]string {
+	a := map[string]string{"driver.mock_driver": "1", "kernel.name": "simulated"}
+	if c.cfg.RawExec {
+		a["driver.raw_exec"] = "1"
+	}
+	return a
+}
+
 // rotateLoop rotates the tasks' log files until ctx ends.
 func (c *Client) rotateLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)

@@ -117,6 +117,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerJobs()
 	h.registerJobPlan()
 	h.registerClientFS()
+	h.registerClientNode()
 	h.registerSystem()
 	h.registerNomadCLI()
 	h.registerEventStream()

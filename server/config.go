@@ -34,6 +34,9 @@ type Config struct {
 	TLS tlsutil.Files
 	// HTTPSAddr, when set, serves the API over HTTPS only (needs TLS).
 	HTTPSAddr string
+	// DevListenAny lets a dev agent (ACLs off, raw_exec on) listen on a
+	// non-loopback HTTP address; without it that is refused.
+	DevListenAny bool
 	// InsecureRaft lets an agent form or join a multi-server cluster
 	// without TLS: anyone who reaches the Raft port can then take it over.
 	InsecureRaft bool
@@ -99,6 +102,10 @@ type Config struct {
 	DeploymentGCThreshold time.Duration
 	JobGCThreshold        time.Duration
 	NodeGCThreshold       time.Duration
+
+	// MaxJobAllocs caps the allocations one job asks for in all (the sum of
+	// its task groups' Count; default jobs.DefaultMaxJobAllocs).
+	MaxJobAllocs int
 
 	// Now is the clock of the domain services (default time.Now); tests
 	// pass a fake one.

@@ -19,6 +19,7 @@ import (
 
 	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/fsm/raftfsm"
+	"github.com/ctlplane/ctlplane/http/webguard"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -126,6 +127,9 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if cfg.BootstrapExpect > 1 && len(cfg.Join) == 0 {
 		return nil, fmt.Errorf("-bootstrap-expect=%d needs -join addresses of the other servers", cfg.BootstrapExpect)
+	}
+	if err := checkDevAddrs(cfg); err != nil {
+		return nil, err
 	}
 	var bundle *tlsutil.Bundle
 	if cfg.TLS.Enabled() {
@@ -348,7 +352,7 @@ func (s *Server) Serve(handler API) error {
 		s.httpsListener = newAPIListener(lns, tlsConf, true, s.config.Datacenter, limits, netLogger)
 	}
 	s.httpServer = &http.Server{
-		Handler:           s.bodyDeadline(s.clusterHandler(handler)),
+		Handler:           s.bodyDeadline(webguard.Wrap(s.clusterHandler(handler), webguard.LoopbackAddrs(s.listenerAddrs()...))),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return s.queryCtx },

@@ -20,6 +20,9 @@ const (
 	AllocClientStatusComplete = "complete"
 	AllocClientStatusFailed   = "failed"
 	AllocClientStatusLost     = "lost"
+	// AllocClientStatusUnknown: its node is disconnected (the group has
+	// MaxClientDisconnect); not terminal, it may still run there.
+	AllocClientStatusUnknown = "unknown"
 )
 
 // Task states and event types (Nomad's values).
@@ -73,11 +76,14 @@ type Allocation struct {
 	// RescheduleTracker lists the reschedules that led to this allocation.
 	RescheduleTracker *RescheduleTracker
 	DesiredTransition DesiredTransition
-	CreateIndex       uint64
-	ModifyIndex       uint64
-	AllocModifyIndex  uint64
-	CreateTime        int64
-	ModifyTime        int64
+	// AllocStates records the server's changes of ClientStatus (unknown,
+	// running again on reconnect, lost), oldest first.
+	AllocStates      []*AllocState
+	CreateIndex      uint64
+	ModifyIndex      uint64
+	AllocModifyIndex uint64
+	CreateTime       int64
+	ModifyTime       int64
 }
 
 // AllocDeploymentStatus is an allocation's health as its deployment sees it.
@@ -166,6 +172,9 @@ func (a *Allocation) Copy() *Allocation {
 		c.DeploymentStatus = &ds
 	}
 	c.RescheduleTracker = a.RescheduleTracker.Copy()
+	if a.AllocStates != nil {
+		c.AllocStates = append([]*AllocState(nil), a.AllocStates...)
+	}
 	return &c
 }
 

@@ -41,10 +41,6 @@ type JobChildrenSummary struct {
 	Dead    int64
 }
 
-// AllocClientStatusUnknown is the client status of an allocation on a
-// disconnected node (Nomad's value).
-const AllocClientStatusUnknown = "unknown"
-
 func (s *JobSummary) copy() *JobSummary {
 	c := *s
 	c.Summary = make(map[string]TaskGroupSummary, len(s.Summary))

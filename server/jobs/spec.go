@@ -51,6 +51,8 @@ type JobSpec struct {
 	Stop        *bool
 	// Reschedule is the job's reschedule block, merged into every group's.
 	Reschedule *RescheduleSpec
+	// Migrate is the job's migrate block, merged into every group's.
+	Migrate *MigrateSpec
 
 	AllAtOnce                Unsupported
 	NodePool                 Unsupported
@@ -59,7 +61,6 @@ type JobSpec struct {
 	Spreads                  Unsupported
 	Periodic                 Unsupported
 	ParameterizedJob         Unsupported
-	Migrate                  Unsupported
 	UI                       Unsupported
 	ParentID                 Unsupported
 	Dispatched               Unsupported
@@ -118,8 +119,12 @@ type GroupSpec struct {
 	Update           *UpdateSpec
 	RestartPolicy    *RestartSpec
 	ReschedulePolicy *RescheduleSpec
-	Meta             map[string]string
-	Tasks            []*TaskSpec
+	Migrate          *MigrateSpec
+	// MaxClientDisconnect: how long allocations on a disconnected node
+	// stay unknown before they are lost (nil: lost at once).
+	MaxClientDisconnect *time.Duration
+	Meta                map[string]string
+	Tasks               []*TaskSpec
 
 	Constraints               Unsupported
 	Affinities                Unsupported
@@ -127,13 +132,11 @@ type GroupSpec struct {
 	Volumes                   Unsupported
 	Disconnect                Unsupported
 	EphemeralDisk             Unsupported
-	Migrate                   Unsupported
 	Networks                  Unsupported
 	Services                  Unsupported
 	ShutdownDelay             Unsupported
 	MaxRunDuration            Unsupported
 	StopAfterClientDisconnect Unsupported
-	MaxClientDisconnect       Unsupported
 	Scaling                   Unsupported
 	Consul                    Unsupported
 	PreventRescheduleOnLost   Unsupported
@@ -148,6 +151,15 @@ type RescheduleSpec struct {
 	DelayFunction *string
 	MaxDelay      *time.Duration
 	Unlimited     *bool
+}
+
+// MigrateSpec is a migrate block; nil fields take the job's, then the
+// defaults.
+type MigrateSpec struct {
+	MaxParallel     *int
+	HealthCheck     *string
+	MinHealthyTime  *time.Duration
+	HealthyDeadline *time.Duration
 }
 
 // RestartSpec is a restart block; nil fields take the defaults.
@@ -238,7 +250,6 @@ func DecodeSpec(raw []byte) (*JobSpec, error) {
 // ctlplane does, so they count as unset.
 var nomadDefaults = map[string]map[string]any{
 	"EphemeralDisk": {"SizeMB": 300.0},
-	"Migrate":       {"MaxParallel": 1.0, "HealthCheck": "checks", "MinHealthyTime": 10e9, "HealthyDeadline": 300e9},
 	"LogConfig":     {"MaxFiles": 10.0, "MaxFileSizeMB": 10.0},
 }
 
