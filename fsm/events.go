@@ -46,6 +46,9 @@ var eventTypes = map[MessageType]state.EventTypes{
 	AllocStopType:              {stream.TopicAllocation: stream.TypeAllocationUpdateDesiredStatus},
 	NodeRegisterType:           {stream.TopicNode: stream.TypeNodeRegistration},
 	NodeStatusType:             {stream.TopicNode: stream.TypeNodeEvent},
+	NodeUpdateDrainType:        {stream.TopicNode: stream.TypeNodeDrain},
+	NodesDrainCompleteType:     {stream.TopicNode: stream.TypeNodeDrain},
+	NodeUpdateEligibilityType:  {stream.TopicNode: stream.TypeNodeEligibility},
 	GCType:                     {stream.TopicJob: stream.TypeJobBatchDeregistered},
 }
 

@@ -187,3 +187,44 @@ func TestBatchedCommandsRecordTheirChanges(t *testing.T) {
 		}
 	}
 }
+
+// Drain and eligibility entries name their node events.
+func TestEventsNodeDrainAndEligibility(t *testing.T) {
+	f := New(hclog.NewNullLogger())
+	buf := stream.NewBuffer(10)
+	f.SetEventSink(buf)
+	const id = "00000000-0000-0000-0000-0000000000c1"
+	apply := func(idx uint64, mt MessageType, req any) {
+		t.Helper()
+		b, err := Encode(mt, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err, ok := f.ApplyEntry(idx, b).(error); ok {
+			t.Fatalf("entry %d: %v", idx, err)
+		}
+	}
+	apply(1, NodeRegisterType, &NodeRegisterRequest{Node: &state.Node{ID: id, SecretID: "00000000-0000-0000-0000-0000000000c2",
+		Name: "n1", Datacenter: "dc1", Status: state.NodeStatusReady, SchedulingEligibility: state.NodeSchedulingEligible}})
+	apply(2, NodeUpdateEligibilityType, &NodeUpdateEligibilityRequest{NodeID: id, Eligibility: state.NodeSchedulingIneligible})
+	apply(3, NodeUpdateDrainType, &state.NodeDrainUpdate{NodeID: id, DrainStrategy: &state.DrainStrategy{}, UpdatedAt: 1})
+	batches, _, err := buf.Subscribe(0).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range batches {
+		for _, e := range b.Events {
+			if e.Topic == stream.TopicNode {
+				n := e.Payload["Node"].(*state.Node)
+				if n.SecretID != "" {
+					t.Errorf("node secret in event %d", e.Index)
+				}
+				got = append(got, fmt.Sprintf("%d %s %s", e.Index, e.Type, n.SchedulingEligibility))
+			}
+		}
+	}
+	if s := strings.Join(got, ", "); s != "1 NodeRegistration eligible, 2 NodeEligibility ineligible, 3 NodeDrain ineligible" {
+		t.Errorf("node events: %s", s)
+	}
+}
