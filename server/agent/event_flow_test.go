@@ -52,10 +52,14 @@ func dialTiny(t *testing.T, ts *servertest.TestServer) (net.Conn, *http.Response
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	fmt.Fprintf(conn, "GET /v1/event/stream?topic=Job HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(conn, "GET /v1/event/stream?topic=Job HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("subscribe: %v %v", resp, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("subscribe: %d %s", resp.StatusCode, msg)
 	}
 	return conn, resp
 }
