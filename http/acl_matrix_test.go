@@ -295,6 +295,9 @@ func acxEndpoints() []acxEndpoint {
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},
+		// The event stream never ends: the row checks its input (ACL
+		// filtering is TestEventStreamACL's, server/agent).
+		{method: "GET", path: "/v1/event/stream?index=bad", need: needNone, ok: acxWant{400, `Invalid index "bad": it must be a non-negative integer`}},
 
 		// Binding rules: acl:read / acl:write.
 		{method: "GET", path: "/v1/acl/binding-rules", need: needACLRead, ok: ok, nsOK: &acxWant{200, "[]"}},

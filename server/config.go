@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/server/tlsutil"
 	"github.com/hashicorp/go-hclog"
 )
@@ -110,6 +111,13 @@ type Config struct {
 	// pass a fake one.
 	Now func() time.Time
 
+	// EventBufferSize is how many entries' events the server keeps for the
+	// event stream (0: stream.DefaultBufferSize, 100; below 0: no stream).
+	EventBufferSize int
+	// EventHeartbeat and EventWriteTimeout: see http.SetEventStream (0: defaults).
+	EventHeartbeat    time.Duration
+	EventWriteTimeout time.Duration
+
 	// EstablishHook, when set (fault-injection tests), runs before each attempt to
 	// establish leadership; an error fails the attempt.
 	EstablishHook func() error
@@ -132,6 +140,7 @@ func DefaultConfig() *Config {
 		HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
 		HTTPBodyReadTimeout:   DefaultHTTPBodyReadTimeout,
 		DevNodes:              -1,
+		EventBufferSize:       stream.DefaultBufferSize,
 	}
 }
 

@@ -76,7 +76,7 @@ type NodeDrainResult struct {
 // updateNodeDrainImpl): a drain makes the node ineligible and keeps
 // LastDrain up to date. Evals are inserted in the same transaction.
 func (s *Store) NodeUpdateDrain(idx uint64, u *NodeDrainUpdate) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	if err := nodeDrainTxn(txn, idx, u, false); err != nil {
 		return err
@@ -95,7 +95,7 @@ func (s *Store) NodeUpdateDrain(idx uint64, u *NodeDrainUpdate) error {
 // stay ineligible. A node no longer draining (cancelled meanwhile) or gone
 // is left alone.
 func (s *Store) NodesDrainComplete(idx uint64, nodeIDs []string, updatedAt int64) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	for _, id := range nodeIDs {
 		raw, err := txn.First(nodesTable, "id", id)
@@ -173,7 +173,7 @@ func (s *Store) NodeUpdateEligibility(idx uint64, nodeID, eligibility string, ev
 	if eligibility != NodeSchedulingEligible && eligibility != NodeSchedulingIneligible {
 		return errorf(ErrInvalid, "invalid scheduling eligibility %q", eligibility)
 	}
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	raw, err := txn.First(nodesTable, "id", nodeID)
 	if err != nil {

@@ -53,6 +53,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.StringVar(&cfg.HTTPSAddr, "https-addr", "", "HTTPS-only API address host:port (needs the -tls-* files; with them the HTTP address answers HTTPS too)")
 	flags.BoolVar(&cfg.InsecureRaft, "insecure-raft", false, "allow forming or joining a multi-server cluster without TLS (anyone who reaches the Raft port can take the cluster over)")
 	flags.IntVar(&cfg.HTTPMaxConnsPerClient, "http-max-conns-per-client", cfg.HTTPMaxConnsPerClient, "open HTTP connections allowed per client IP (0: no limit); over it, 429")
+	flags.IntVar(&cfg.EventBufferSize, "event-buffer-size", cfg.EventBufferSize, "how many Raft entries' events the event stream keeps for subscribers to resume from (-1: no event stream)")
 	flags.BoolVar(&cfg.EnableDebug, "enable-debug", false, "serve Go's profiler under /debug/pprof/ (management token required when ACLs are on)")
 	devNodes := flags.Int("dev-nodes", -1, "simulated client nodes (mock_driver) to run in this process (default: 1 with -dev, else 0)")
 	flags.IntVar(&cfg.MaxNodes, "max-nodes", 10000, "client nodes that may be registered; a new node over it is refused with 400")

@@ -50,7 +50,9 @@ func New(cfg *server.Config) (*Agent, error) {
 	a := &Agent{Server: srv, Config: cfg}
 	deps := svc.Deps{State: srv.State, Raft: srv, Now: cfg.Now, Logger: cfg.Logger}
 	services := a.wire(deps)
-	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, services)); err != nil {
+	h := ctlhttp.New(srv, cfg.Logger, services)
+	h.SetEventStream(cfg.EventHeartbeat, cfg.EventWriteTimeout)
+	if err := srv.Serve(h); err != nil {
 		srv.Shutdown()
 		return nil, err
 	}
