@@ -17,6 +17,7 @@ const (
 	AllocClientStatusComplete = "complete"
 	AllocClientStatusFailed   = "failed"
 	AllocClientStatusLost     = "lost"
+	AllocClientStatusUnknown  = "unknown"
 )
 
 // Task states and task event types (Nomad's values).
@@ -69,11 +70,21 @@ type Allocation struct {
 	RescheduleTracker  *RescheduleTracker
 	DesiredTransition  DesiredTransition
 	Metrics            *AllocationMetric
-	CreateIndex        uint64
-	ModifyIndex        uint64
-	AllocModifyIndex   uint64
-	CreateTime         int64
-	ModifyTime         int64
+	// AllocStates are the servers' changes of its client status.
+	AllocStates      []*AllocState `json:",omitempty"`
+	CreateIndex      uint64
+	ModifyIndex      uint64
+	AllocModifyIndex uint64
+	CreateTime       int64
+	ModifyTime       int64
+}
+
+// AllocState is one change the servers made to an allocation's field
+// (Field "ClientStatus": unknown, running again, lost).
+type AllocState struct {
+	Field string
+	Value string
+	Time  time.Time
 }
 
 // RescheduleTracker lists the reschedules that led to an allocation.

@@ -94,8 +94,11 @@ type TaskGroup struct {
 	RestartPolicy *RestartPolicy
 	// ReschedulePolicy: how failed allocations of the group are replaced.
 	ReschedulePolicy *ReschedulePolicy
-	Meta             map[string]string
-	Tasks            []*Task
+	// MaxClientDisconnect: how long allocations on a disconnected node
+	// stay unknown before they are lost.
+	MaxClientDisconnect *time.Duration `json:",omitempty"`
+	Meta                map[string]string
+	Tasks               []*Task
 }
 
 // ReschedulePolicy says how the scheduler replaces failed allocations.

@@ -10,6 +10,9 @@ const (
 	NodeStatusInit  = "initializing"
 	NodeStatusReady = "ready"
 	NodeStatusDown  = "down"
+	// NodeStatusDisconnected: it missed its heartbeat while allocations
+	// on it may outlive that (max_client_disconnect).
+	NodeStatusDisconnected = "disconnected"
 
 	NodeSchedulingEligible   = "eligible"
 	NodeSchedulingIneligible = "ineligible"
@@ -30,6 +33,9 @@ type Node struct {
 	Status                string
 	StatusDescription     string
 	SchedulingEligibility string
+	Drain                 bool
+	DrainStrategy         *DrainStrategy
+	LastDrain             *DrainMetadata
 	StatusUpdatedAt       int64
 	CreateIndex           uint64
 	ModifyIndex           uint64

@@ -26,6 +26,9 @@ type allocRunner struct {
 	stopping    bool
 	// lost: a task's process died while the client was down.
 	lost bool
+	// unlisted: the servers no longer list the allocation; once its tasks
+	// are dead it is forgotten.
+	unlisted bool
 
 	// Health: reported once, for allocations of a deployment.
 	watchHealth    bool
@@ -104,6 +107,14 @@ func (ar *allocRunner) update(a *api.Allocation, tg *api.TaskGroup) {
 	case api.AllocDesiredStatusStop, api.AllocDesiredStatusEvict:
 		ar.stop()
 		return
+	}
+	if a.ClientStatus == api.AllocClientStatusUnknown && !ar.stopping {
+		// The servers marked it unknown while this node was cut off: tell
+		// them it is still here (Nomad's allocRunner.Reconnect).
+		for _, tr := range ar.tasks {
+			tr.event(&api.TaskEvent{Type: api.TaskClientReconnected, DisplayMessage: "Client reconnected"}, "")
+		}
+		ar.changed()
 	}
 	if joined && !ar.stopping {
 		// Updated in place into a new deployment (a scale or a rollback to
@@ -203,6 +214,9 @@ func (ar *allocRunner) changed() {
 	ar.status, ar.description = status, desc
 	ar.checkHealth(failed, allRunning)
 	ar.c.queueUpdate(ar.report())
+	if ar.unlisted && ar.finished() {
+		ar.c.forgetLocked(ar)
+	}
 }
 
 // checkHealth follows the group's health check: healthy once every task

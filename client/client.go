@@ -75,6 +75,10 @@ type Config struct {
 	// HTTPAdvertise is the address the servers reach that API at (default:
 	// the listener's, 127.0.0.1 when it listens on every interface).
 	HTTPAdvertise string
+	// GCInterval is how often the client asks the servers whether the
+	// finished allocations it keeps directories for were collected, and
+	// removes those that were (default 1 minute, Nomad's client gc_interval).
+	GCInterval time.Duration
 }
 
 // Client is one node agent.
@@ -95,9 +99,11 @@ type Client struct {
 	closed   bool
 	cur      int          // index of the server in use
 	failures atomic.Int32 // consecutive failures, for the backoff
-	ttl      time.Duration
-	hbTimer  *time.Timer
-	runners  map[string]*allocRunner
+	// partitioned: cut off from the servers (SetPartitioned).
+	partitioned atomic.Bool
+	ttl         time.Duration
+	hbTimer     *time.Timer
+	runners     map[string]*allocRunner
 	// pending status reports by allocation, sent by flush.
 	pending    map[string]*api.AllocClientUpdate
 	flushTimer *time.Timer
@@ -108,6 +114,9 @@ type Client struct {
 	procs sync.WaitGroup
 	// saved is the state of a previous run, restored by Run.
 	saved *savedState
+	// gcDirs are allocations with a directory and no runner (finished,
+	// no longer listed): removed once the servers no longer know them.
+	gcDirs map[string]bool
 	// State saves: saveSeq numbers snapshots; savedSeq is the last written.
 	saveSeq  uint64
 	saveMu   sync.Mutex
@@ -143,6 +152,9 @@ func New(cfg Config) (*Client, error) {
 	var saved *savedState
 	var secret string
 	if cfg.DataDir != "" {
+		if err := prepareDataDir(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
 		var err error
 		if saved, err = loadState(cfg.DataDir); err != nil {
 			return nil, fmt.Errorf("client: %w", err)
@@ -181,6 +193,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.FlushSize <= 0 {
 		cfg.FlushSize = 100
 	}
+	if cfg.GCInterval <= 0 {
+		cfg.GCInterval = time.Minute
+	}
 	if cfg.RawExec && cfg.DataDir == "" {
 		return nil, errors.New("client: raw_exec needs a data directory")
 	}
@@ -197,7 +212,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID, secret: secret,
 		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
-		registered: make(chan struct{}), ctx: context.Background(), saved: saved,
+		registered: make(chan struct{}), ctx: context.Background(), saved: saved, gcDirs: map[string]bool{},
 	}
 	for _, addr := range cfg.Servers {
 		ac, err := api.NewClient(api.Config{Address: addr, Token: cfg.Token, HTTPClient: cfg.HTTPClient})
@@ -237,6 +252,10 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	if c.cfg.RawExec {
 		go c.rotateLoop(ctx)
+	}
+	if c.cfg.DataDir != "" {
+		c.findOrphanDirs()
+		go c.gcLoop(ctx)
 	}
 	if err := c.register(ctx); err != nil {
 		return err
@@ -366,6 +385,12 @@ func (c *Client) heartbeat() {
 	if closed || ctx.Err() != nil {
 		return
 	}
+	if c.partitioned.Load() {
+		c.mu.Lock()
+		c.armHeartbeatLocked(heartbeatInterval(c.ttl))
+		c.mu.Unlock()
+		return
+	}
 	srv := c.server()
 	resp, err := c.asNode(srv).Heartbeat(ctx, c.nodeID)
 	switch {
@@ -479,10 +504,10 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) bool {
 	// still runs of it, and forget it once every task is dead.
 	for id, ar := range c.runners {
 		if !seen[id] {
+			ar.unlisted = true
 			ar.stop()
 			if ar.finished() {
-				ar.destroy()
-				delete(c.runners, id)
+				c.forgetLocked(ar)
 			}
 		}
 	}
@@ -517,7 +542,7 @@ func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 func (c *Client) flush() {
 	c.mu.Lock()
 	c.flushTimer = nil
-	if c.closed || c.flushing || len(c.pending) == 0 {
+	if c.closed || c.flushing || len(c.pending) == 0 || c.partitioned.Load() {
 		c.mu.Unlock()
 		return
 	}

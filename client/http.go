@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/http/webguard"
 	"github.com/google/uuid"
 )
 
@@ -37,7 +39,9 @@ func (c *Client) serveHTTP() (func(), error) {
 	c.mu.Unlock()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/client/fs/logs/{alloc_id}", c.handleLogs)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	c.nodeRoutes(mux)
+	// No DNS rebinding of a loopback listener (webguard), as the servers'.
+	srv := &http.Server{Handler: webguard.Wrap(mux, webguard.LoopbackAddrs(ln.Addr())), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	c.logger.Info("client HTTP API listening", "address", c.httpAddr)
 	return func() {
@@ -127,14 +131,30 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request) {
 			return !c.closed && tr.phase != phaseDead
 		}
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
+	plain, err := logPlain(r.URL.Query().Get("plain"))
+	if err != nil {
+		plainError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	var out io.Writer = w
+	var fr *framer
 	if f, ok := w.(http.Flusher); ok {
 		lr.flush = f.Flush
 	}
-	if err := streamLogs(r.Context(), w, lr); err != nil {
+	if plain {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+		fr = newFramer(w, lr.paths.allocDir, lr.flush)
+		out, lr.flush = fr, fr.Flush
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	if err := streamLogs(r.Context(), out, lr); err != nil {
 		c.logger.Debug("log stream ended", "alloc", allocID, "error", err)
+	}
+	if fr != nil {
+		fr.Flush()
 	}
 }
 
@@ -175,44 +195,7 @@ func parseLogQuery(r *http.Request) (logRequest, error) {
 	return lr, nil
 }
 
-// authorizeLogs checks a request for a task stream: a grant the servers
-// minted under this node's secret for that allocation, task and stream
-// (what the servers' logs proxy sends), or else an ACL token, for which
-// the servers are asked a grant (they check node:read and read-logs in
-// the allocation's namespace), verified the same way. Neither: 403. It
-// answers the status to refuse with.
+// authorizeLogs checks a request for a task stream (see authorizeGrant).
 func (c *Client) authorizeLogs(ctx context.Context, r *http.Request, allocID string, lr logRequest) (int, error) {
-	secret := c.NodeSecret()
-	grant := r.Header.Get(api.LogsGrantHeader)
-	if grant == "" {
-		token := requestToken(r)
-		if token == "" {
-			return http.StatusForbidden, errors.New("Permission denied: a logs grant or an ACL token with read-logs is required")
-		}
-		ac, err := api.NewClient(api.Config{Address: c.server().Address(), Token: token, HTTPClient: c.cfg.HTTPClient})
-		if err != nil {
-			return http.StatusInternalServerError, err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		resp, err := ac.LogsGrant(ctx, allocID, lr.task, lr.stream)
-		if err != nil {
-			var apiErr *api.Error
-			if errors.As(err, &apiErr) {
-				if apiErr.StatusCode == http.StatusNotFound {
-					return http.StatusNotFound, fmt.Errorf("allocation %s not found", allocID)
-				}
-				return apiErr.StatusCode, errors.New(apiErr.Message)
-			}
-			return http.StatusServiceUnavailable, errors.New("cannot check the token with the servers")
-		}
-		if resp.NodeID != c.nodeID {
-			return http.StatusNotFound, fmt.Errorf("allocation %s is not on this node", allocID)
-		}
-		grant = resp.Grant
-	}
-	if err := api.VerifyLogsGrant(secret, grant, allocID, lr.task, lr.stream, time.Now()); err != nil {
-		return http.StatusForbidden, fmt.Errorf("Permission denied: %v", err)
-	}
-	return 0, nil
+	return c.authorizeGrant(ctx, r, api.LogsGrantFor(allocID, lr.task, lr.stream), true)
 }

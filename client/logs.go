@@ -75,7 +75,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, logFileMode)
 	if err != nil {
 		return err
 	}
@@ -194,6 +194,9 @@ func copyRange(w io.Writer, path string, from, to int64) error {
 		return err
 	}
 	defer f.Close()
+	if fa, ok := w.(interface{ fileAt(string, int64) }); ok {
+		fa.fileAt(path, from) // a framed stream names the file
+	}
 	if _, err := io.Copy(w, io.NewSectionReader(f, from, to-from)); err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}

@@ -41,10 +41,19 @@ func (c *Client) statePath() string { return filepath.Join(c.cfg.DataDir, "clien
 
 // loadState reads the saved state (nil when there is none).
 func loadState(dataDir string) (*savedState, error) {
-	buf, err := os.ReadFile(filepath.Join(dataDir, "client", "state.json"))
+	path := filepath.Join(dataDir, "client", "state.json")
+	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	// Its pids are signalled and its tasks started again: only our own.
+	if err := checkOwned("client state", path, fi, false); err != nil {
+		return nil, err
+	}
+	buf, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -100,12 +100,16 @@ func (p taskPaths) logPath(task, stream string, index int) string {
 func (c *Client) startRawExec(a *api.Allocation, t *api.Task, cfg rawExecConfig) (*rawProc, error) {
 	paths := c.taskPaths(a.ID, t.Name)
 	for _, d := range []string{paths.taskDir, paths.logDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, allocDirMode); err != nil {
 			return nil, fmt.Errorf("failed to build the task directory: %w", err)
 		}
 	}
+	// Directories of an older version may be 0755.
+	if err := os.Chmod(paths.allocDir, allocDirMode); err != nil {
+		return nil, fmt.Errorf("failed to build the task directory: %w", err)
+	}
 	open := func(stream string) (*os.File, error) {
-		return os.OpenFile(paths.logPath(t.Name, stream, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		return os.OpenFile(paths.logPath(t.Name, stream, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, logFileMode)
 	}
 	stdout, err := open("stdout")
 	if err != nil {
@@ -189,7 +193,7 @@ func (p *rawProc) wait() exitResult {
 		p.stdout.Close()
 		p.stderr.Close()
 		// Whatever the task left in its group goes with it: no orphans.
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.killGroup()
 		res := exitResult{known: true}
 		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 			switch {
@@ -206,7 +210,7 @@ func (p *rawProc) wait() exitResult {
 	for p.alive() {
 		time.Sleep(250 * time.Millisecond)
 	}
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	p.killGroup()
 	return exitResult{}
 }
 
@@ -227,8 +231,20 @@ func (p *rawProc) alive() bool {
 	return p.startTick == 0 || tick == p.startTick
 }
 
-// signal sends sig to the task's whole process group.
+// killGroup kills what is left of the task's process group, unless its ID
+// may belong to someone else by now.
+func (p *rawProc) killGroup() {
+	if groupIsTasks(p.pid, p.startTick) {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	}
+}
+
+// signal sends sig to the task's whole process group (nothing when the
+// group may no longer be the task's: its pid was reused).
 func (p *rawProc) signal(sig syscall.Signal) error {
+	if !groupIsTasks(p.pid, p.startTick) {
+		return nil
+	}
 	err := syscall.Kill(-p.pid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil

@@ -55,6 +55,9 @@ type taskRunner struct {
 	// interval that started at windowStart.
 	count       int
 	windowStart time.Time
+
+	// userRestart: the process is being killed to restart (lifecycle.go).
+	userRestart bool
 }
 
 func newTaskRunner(ar *allocRunner, task *api.Task) *taskRunner {
@@ -207,6 +210,10 @@ func (tr *taskRunner) attach(p *rawProc) {
 
 // procExited: the task's process ended, by itself or killed.
 func (tr *taskRunner) procExited(res exitResult) {
+	if tr.userRestart {
+		tr.restartedByUser(res)
+		return
+	}
 	if tr.phase == phaseKilling {
 		tr.disarm()
 		tr.killed()
@@ -284,6 +291,7 @@ func (tr *taskRunner) fail(e *api.TaskEvent) {
 
 // kill stops the task: Killing, then Killed after kill_after.
 func (tr *taskRunner) kill(reason string) {
+	tr.userRestart = false
 	switch tr.phase {
 	case phaseDead, phaseKilling:
 		return

@@ -33,6 +33,13 @@ job "web" {
       unlimited      = false
     }
 
+    migrate {
+      max_parallel     = 1
+      health_check     = "task_states"
+      min_healthy_time = "2s"
+      healthy_deadline = "1m"
+    }
+
     task "srv" {
       driver = "raw_exec"
 

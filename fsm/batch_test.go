@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -123,9 +124,13 @@ func TestVerifySnapshotCountsAsDecode(t *testing.T) {
 	}
 }
 
-// benchCreates applies b.N binding-rule creates in batches of size n.
-func benchCreates(b *testing.B, n int) {
+// benchCreates applies b.N binding-rule creates in batches of size n,
+// with the event stream's events produced when events is set.
+func benchCreates(b *testing.B, n int, events bool) {
 	f := newFSM()
+	if events {
+		f.SetEventSink(stream.NewBuffer(stream.DefaultBufferSize))
+	}
 	logs := make([]*raft.Log, 0, n)
 	for i := range b.N {
 		req := setReq(uuidN(i), "default", "m", "b", true)
@@ -143,5 +148,7 @@ func benchCreates(b *testing.B, n int) {
 
 func uuidN(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i) }
 
-func BenchmarkApplyCreatesOneByOne(b *testing.B) { benchCreates(b, 1) }
-func BenchmarkApplyCreatesBatch64(b *testing.B)  { benchCreates(b, 64) }
+func BenchmarkApplyCreatesOneByOne(b *testing.B)       { benchCreates(b, 1, false) }
+func BenchmarkApplyCreatesBatch64(b *testing.B)        { benchCreates(b, 64, false) }
+func BenchmarkApplyCreatesOneByOneEvents(b *testing.B) { benchCreates(b, 1, true) }
+func BenchmarkApplyCreatesBatch64Events(b *testing.B)  { benchCreates(b, 64, true) }

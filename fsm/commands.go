@@ -4,6 +4,7 @@ import "github.com/ctlplane/ctlplane/state"
 
 // command applies one message type to the state store.
 type command struct {
+	typ   MessageType
 	name  string
 	apply func(s *state.Store, idx uint64, buf []byte) (any, error)
 	// batch, when set, applies the entry inside a batch of entries (one
@@ -16,7 +17,7 @@ var commands = map[MessageType]command{}
 // register binds a message type to the state-store write it stands for. The
 // apply function returns what the writer sees: an object or an error.
 func register[T any](t MessageType, name string, apply func(s *state.Store, idx uint64, req *T) any) {
-	commands[t] = command{name: name, apply: func(s *state.Store, idx uint64, buf []byte) (any, error) {
+	commands[t] = command{typ: t, name: name, apply: func(s *state.Store, idx uint64, buf []byte) (any, error) {
 		req := new(T)
 		if err := decode(buf, req); err != nil {
 			return nil, err
@@ -35,7 +36,7 @@ func registerBatch[T any](t MessageType, name string, apply func(b *state.Batch,
 		}
 		return apply(b, idx, req), nil
 	}
-	commands[t] = command{name: name, batch: batch, apply: func(s *state.Store, idx uint64, buf []byte) (any, error) {
+	commands[t] = command{typ: t, name: name, batch: batch, apply: func(s *state.Store, idx uint64, buf []byte) (any, error) {
 		b := s.NewBatch()
 		defer b.Abort()
 		resp, err := batch(b, idx, buf)

@@ -25,6 +25,8 @@ type FSM struct {
 	state *state.Store
 
 	prep preparedSlot // see PrepareRestore
+
+	events EventSink // nil: no event stream (see SetEventSink)
 }
 
 // New returns an FSM over an empty store.
@@ -53,11 +55,13 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) any {
 	}
 	start := time.Now()
 	defer func() { applyTimer.Observe(time.Since(start), cmd.name) }()
-	resp, err := cmd.apply(f.State(), index, data)
+	s := f.State()
+	resp, err := cmd.apply(s, index, data)
 	if err != nil {
 		// Every server would fail the same way: stop rather than diverge.
 		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, index, err))
 	}
+	f.publish(index, cmd.typ, s.TakeChanges())
 	return resp
 }
 
@@ -76,6 +80,7 @@ type Entry struct {
 func (f *FSM) ApplyEntries(entries []Entry) []any {
 	out := make([]any, len(entries))
 	var b *state.Batch
+	var pending []entryChanges // of the open batch, published once it commits
 	defer func() {
 		if b != nil {
 			b.Abort() // only on a panic
@@ -90,6 +95,10 @@ func (f *FSM) ApplyEntries(entries []Entry) []any {
 			panic(fmt.Errorf("failed to commit a batch of entries: %w", err))
 		}
 		b = nil
+		for _, p := range pending {
+			f.publish(p.index, p.typ, p.changes)
+		}
+		pending = pending[:0]
 	}
 	for i, e := range entries {
 		if e.Data == nil {
@@ -106,7 +115,7 @@ func (f *FSM) ApplyEntries(entries []Entry) []any {
 			continue
 		}
 		if b == nil {
-			b = f.State().NewBatch()
+			b = f.State().NewEntriesBatch()
 		}
 		start := time.Now()
 		resp, err := cmd.batch(b, e.Index, data)
@@ -115,6 +124,9 @@ func (f *FSM) ApplyEntries(entries []Entry) []any {
 		}
 		applyTimer.Observe(time.Since(start), cmd.name)
 		out[i] = resp
+		if f.events != nil {
+			pending = append(pending, entryChanges{e.Index, cmd.typ, b.TakeEntryChanges()})
+		}
 	}
 	flush()
 	return out
@@ -210,6 +222,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	old := f.state
 	f.state = fresh
+	if f.events != nil {
+		fresh.TrackChanges()
+		f.events.Reset(errRestored)
+	}
 	f.mu.Unlock()
 	old.Abandon()
 	return nil

@@ -295,6 +295,9 @@ func acxEndpoints() []acxEndpoint {
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},
+		// The event stream never ends: the row checks its input (ACL
+		// filtering is TestEventStreamACL's, server/agent).
+		{method: "GET", path: "/v1/event/stream?index=bad", need: needNone, ok: acxWant{400, `Invalid index "bad": it must be a non-negative integer`}},
 
 		// Binding rules: acl:read / acl:write.
 		{method: "GET", path: "/v1/acl/binding-rules", need: needACLRead, ok: ok, nsOK: &acxWant{200, "[]"}},
@@ -370,6 +373,11 @@ func acxEndpoints() []acxEndpoint {
 		{method: "GET", path: "/v1/nodes", need: needNodeRead, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/node/" + otherID, need: needNodeRead, ok: acxWant{404, "node not found"}},
 		{method: "GET", path: "/v1/node/" + otherID + "/allocations", need: needNodeRead, ok: acxWant{404, "node not found"}},
+		// Drain and eligibility: node:write, checked by the nodes service.
+		{method: "PUT", path: "/v1/node/" + otherID + "/drain", body: `{"DrainSpec":{"Deadline":0}}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
+		{method: "POST", path: "/v1/node/" + otherID + "/drain", body: `{"DrainSpec":null,"MarkEligible":true}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
+		{method: "PUT", path: "/v1/node/" + otherID + "/eligibility", body: `{"Eligibility":"ineligible"}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
+		{method: "POST", path: "/v1/node/" + otherID + "/eligibility", body: `{"Eligibility":"eligible"}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
 		{method: "GET", path: "/v1/allocations", need: needNSReadJob, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/allocation/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "PUT", path: "/v1/client/register", body: `{"Bogus":1}`, need: needNomadToken, ok: acxWant{400, `Node decoding failed: json: unknown field "Bogus"`}},
@@ -378,6 +386,20 @@ func acxEndpoints() []acxEndpoint {
 		{method: "POST", path: "/v1/client/heartbeat/x", need: needNone, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/logs/x", need: needNodeRead, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/fs/logs-grant/x", need: needNodeRead, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		// The node API through the servers (client_node.go): the grant is
+		// checked by the node service, on the allocation's namespace.
+		{method: "GET", path: "/v1/client/grant?op=fs/cat&alloc_id=x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/ls/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/stat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/cat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/readat/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/fs/stream/x", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/stats?node_id=x", need: needNodeRead, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
+		{method: "GET", path: "/v1/client/allocation/x/stats", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/allocation/x/restart", body: `{}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/allocation/x/restart", body: `{}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "PUT", path: "/v1/client/allocation/x/signal", body: `{"Signal":"SIGKILL"}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
+		{method: "POST", path: "/v1/client/allocation/x/signal", body: `{"Signal":"SIGKILL"}`, need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
 		{method: "GET", path: "/v1/client/allocations/x", need: needNone, ok: acxWant{400, `Invalid node ID "x": a 36-character UUID is required`}},
 		{method: "PUT", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNone, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},
 		{method: "POST", path: "/v1/client/allocations", body: `{"NodeID":"x"}`, need: needNone, ok: acxWant{400, `Invalid NodeID "x": a 36-character UUID is required`}},

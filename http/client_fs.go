@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
@@ -17,8 +16,8 @@ import (
 	"github.com/gorilla/mux"
 )
 
-// Task logs, as Nomad's GET /v1/client/fs/logs/:alloc_id (plain text, as
-// its -plain output). The node service checks node:read and read-logs in
+// Task logs, as Nomad's GET /v1/client/fs/logs/:alloc_id: its framed JSON
+// stream, or plain text with plain=true. The node service checks node:read and read-logs in
 // the allocation's namespace and mints a grant for that allocation, task
 // and stream under the node's secret; this server then calls the node's
 // own API itself, with that grant and nothing of the caller's request (no
@@ -65,20 +64,27 @@ func (h *Handler) clientLogsGrant(w http.ResponseWriter, r *http.Request) (any, 
 }
 
 // logsQuery is the node's query: the caller's known parameters, checked.
-func logsQuery(r *http.Request, task, stream string) (string, error) {
+func logsQuery(r *http.Request, task, stream string) (url.Values, error) {
 	in := r.URL.Query()
 	out := url.Values{"task": {task}, "type": {stream}}
+	if v := in.Get("plain"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, badRequest("failed to parse plain %q as a bool", v)
+		}
+		out.Set("plain", strconv.FormatBool(b))
+	}
 	if v := in.Get("follow"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return "", badRequest("failed to parse follow %q as a bool", v)
+			return nil, badRequest("failed to parse follow %q as a bool", v)
 		}
 		out.Set("follow", strconv.FormatBool(b))
 	}
 	if v := in.Get("offset"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return "", badRequest("invalid offset %q: a non-negative integer is needed", v)
+			return nil, badRequest("invalid offset %q: a non-negative integer is needed", v)
 		}
 		out.Set("offset", strconv.FormatInt(n, 10))
 	}
@@ -87,9 +93,9 @@ func logsQuery(r *http.Request, task, stream string) (string, error) {
 	case "start", "end":
 		out.Set("origin", o)
 	default:
-		return "", badRequest("invalid origin %q: must be start or end", o)
+		return nil, badRequest("invalid origin %q: must be start or end", o)
 	}
-	return out.Encode(), nil
+	return out, nil
 }
 
 func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -101,51 +107,17 @@ func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	if t.Grant == "" || t.HTTPAddr == "" {
-		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s of allocation %s serves no logs: it is gone or registered no HTTP address", t.NodeID, t.AllocID)}
-	}
-	if _, port, err := net.SplitHostPort(t.HTTPAddr); err != nil || port == "" {
-		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s registered an invalid HTTP address", t.NodeName)}
-	}
-	guard := h.serverAddrGuard()
-	tr := &http.Transport{
-		Proxy: nil, // straight to the node, never through an environment proxy
-		DialContext: (&net.Dialer{Timeout: nodeDialTimeout, Control: func(_, address string, _ syscall.RawConn) error {
-			return guard.check(address)
-		}}).DialContext,
-		ResponseHeaderTimeout:  nodeHeaderTimeout,
-		DisableKeepAlives:      true,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 64 << 10,
-	}
-	defer tr.CloseIdleConnections()
-	u := &url.URL{Scheme: "http", Host: t.HTTPAddr, Path: "/v1/client/fs/logs/" + t.AllocID, RawQuery: query}
-	out, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
+	resp, err := h.callNode(r, t, http.MethodGet, "/v1/client/fs/logs/"+t.AllocID, query, nil)
 	if err != nil {
-		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s registered an invalid HTTP address", t.NodeName)}
-	}
-	// The request is built here: only the grant goes, never a header of the caller's.
-	out.Header = http.Header{api.LogsGrantHeader: {t.Grant}, "User-Agent": {"ctlplane-server"}}
-	resp, err := tr.RoundTrip(out)
-	if err != nil {
-		if errors.Is(err, errServerAddr) {
-			return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("refusing to call node %s: its HTTP address is one of the servers' own", t.NodeName)}
-		}
-		if r.Context().Err() != nil {
-			return nil, r.Context().Err()
-		}
-		// The dial error is not quoted: it would make this a port scanner.
-		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("failed to reach node %s", t.NodeName)}
+		return nil, err
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, notFound(fmt.Sprintf("task %q of allocation %s not found on node %s", task, t.AllocID, t.NodeName))
-	case resp.StatusCode != http.StatusOK:
-		// The node's body is not quoted (the node is not trusted with the caller's screen).
-		return nil, &apiError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %s answered %d to the logs request", t.NodeName, resp.StatusCode)}
+	// Nomad's framed JSON stream, or plain text with plain=true.
+	if query.Get("plain") == "true" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w) // unwraps the middleware's writers

@@ -73,6 +73,7 @@ type allocStub struct {
 	NextAllocation     string
 	PreviousAllocation string
 	RescheduleTracker  *state.RescheduleTracker
+	DesiredTransition  state.DesiredTransition
 	CreateIndex        uint64
 	ModifyIndex        uint64
 	CreateTime         int64
@@ -93,8 +94,8 @@ func newAllocStub(a *state.Allocation) allocStub {
 		DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
 		ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription, TaskStates: a.TaskStates,
 		FollowupEvalID: a.FollowupEvalID, NextAllocation: a.NextAllocation, PreviousAllocation: a.PreviousAllocation,
-		RescheduleTracker: a.RescheduleTracker,
-		CreateIndex:       a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+		RescheduleTracker: a.RescheduleTracker, DesiredTransition: a.DesiredTransition,
+		CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
 	}
 	if ds := a.DeploymentStatus; ds != nil {
 		s.DeploymentStatus = &allocDeploymentStatus{Healthy: ds.Healthy, Canary: ds.Canary, Timestamp: ds.Timestamp, ModifyIndex: ds.ModifyIndex}

@@ -51,7 +51,8 @@ func TestDeploymentAllocations(t *testing.T) {
 	now := strconv.FormatInt(w.f.Clock.Now().UnixNano(), 10)
 	want := fmt.Sprintf(`[{"ID":%s,"EvalID":%s,"Name":"web.web[0]","Namespace":"default","NodeID":%s,"NodeName":"client-1","JobID":"web","JobVersion":0,"TaskGroup":"web",`+
 		`"DesiredStatus":"run","DesiredDescription":"","ClientStatus":"pending","ClientDescription":"","TaskStates":null,`+
-		`"DeploymentStatus":{"Healthy":null,"Canary":true,"Timestamp":"0001-01-01T00:00:00Z","ModifyIndex":0},"FollowupEvalID":"","NextAllocation":"","PreviousAllocation":"","RescheduleTracker":null,`+
+		`"DeploymentStatus":{"Healthy":null,"Canary":true,"Timestamp":"0001-01-01T00:00:00Z","ModifyIndex":0},"FollowupEvalID":"","NextAllocation":"","PreviousAllocation":"",`+
+		`"RescheduleTracker":null,"DesiredTransition":{"Migrate":null,"Reschedule":null,"ForceReschedule":null},`+
 		`"CreateIndex":%d,"ModifyIndex":%d,"CreateTime":%s,"ModifyTime":%s}]`,
 		js(a.ID), js(a.EvalID), js(w.f.Node.ID), a.CreateIndex, a.CreateIndex, now, now)
 	expectJSON(t, resp, want)

@@ -85,6 +85,8 @@ type Handler struct {
 	blocked atomic.Int64
 	// gaugeDue: a publication of blocked is scheduled (see blockedChanged).
 	gaugeDue atomic.Bool
+	// events configures GET /v1/event/stream (event_stream.go).
+	events eventStreamConfig
 }
 
 // BlockedQueries is how many blocking queries are waiting now (tests use it
@@ -115,8 +117,10 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerJobs()
 	h.registerJobPlan()
 	h.registerClientFS()
+	h.registerClientNode()
 	h.registerSystem()
 	h.registerNomadCLI()
+	h.registerEventStream()
 	return h
 }
 

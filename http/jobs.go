@@ -248,25 +248,7 @@ func (h *Handler) jobRegister(w http.ResponseWriter, r *http.Request) (any, erro
 	if pathID, ok := mux.Vars(r)["job"]; ok && head.ID != nil && *head.ID != "" && *head.ID != pathID {
 		return nil, badRequest("Job ID does not match name")
 	}
-	id, err := h.jobIdentity(r)
-	if err != nil {
-		return nil, err
-	}
-	ns := r.URL.Query().Get("namespace")
-	if ns == "" {
-		ns = req.Namespace
-	}
-	if ns, err = resolveNamespace(r, ns, id, false); err != nil {
-		return nil, err
-	}
-	target := ns
-	if head.Namespace != nil && *head.Namespace != "" {
-		target = *head.Namespace
-	}
-	if !id.authz.NamespaceCapability(target, acl.CapSubmitJob) {
-		return nil, jobDenied
-	}
-	job, err := h.services.Jobs.Parse(req.Job, ns)
+	id, job, err := h.submittedJob(r, req.Job, req.Namespace, head.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +264,36 @@ func (h *Handler) jobRegister(w http.ResponseWriter, r *http.Request) (any, erro
 	}
 	setWriteIndex(w, r, res.Index)
 	return &jobWriteResponse{EvalID: res.EvalID, EvalCreateIndex: res.EvalCreateIndex, JobModifyIndex: res.JobModifyIndex, Index: res.Index}, nil
+}
+
+// submittedJob resolves the caller and the namespace of a job a request
+// submits (the query's, else the body's, else the usual resolution),
+// checks submit-job where the job would land (Nomad's order: before
+// validation), and parses it. jobNS is the namespace the job itself names.
+func (h *Handler) submittedJob(r *http.Request, raw json.RawMessage, bodyNS string, jobNS *string) (*identity, *state.Job, error) {
+	id, err := h.jobIdentity(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := r.URL.Query().Get("namespace")
+	if ns == "" {
+		ns = bodyNS
+	}
+	if ns, err = resolveNamespace(r, ns, id, false); err != nil {
+		return nil, nil, err
+	}
+	target := ns
+	if jobNS != nil && *jobNS != "" {
+		target = *jobNS
+	}
+	if !id.authz.NamespaceCapability(target, acl.CapSubmitJob) {
+		return nil, nil, jobDenied
+	}
+	job, err := h.services.Jobs.Parse(raw, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	return id, job, nil
 }
 
 // setWriteIndex sends a write's Raft index under every header prefix the

@@ -80,25 +80,7 @@ func (h *Handler) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, badRequest("Job ID does not match")
 	}
 	// Nomad's plan needs submit-job where the job would be registered.
-	id, err := h.jobIdentity(r)
-	if err != nil {
-		return nil, err
-	}
-	ns := r.URL.Query().Get("namespace")
-	if ns == "" {
-		ns = req.Namespace
-	}
-	if ns, err = resolveNamespace(r, ns, id, false); err != nil {
-		return nil, err
-	}
-	target := ns
-	if head.Namespace != nil && *head.Namespace != "" {
-		target = *head.Namespace
-	}
-	if !id.authz.NamespaceCapability(target, acl.CapSubmitJob) {
-		return nil, jobDenied
-	}
-	job, err := h.services.Jobs.Parse(req.Job, ns)
+	id, job, err := h.submittedJob(r, req.Job, req.Namespace, head.Namespace)
 	if err != nil {
 		return nil, err
 	}

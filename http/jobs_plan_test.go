@@ -46,6 +46,26 @@ func waitReadyNodes(t *testing.T, c *api.Client, n int) {
 	}
 }
 
+// waitQuiet waits until no evaluation is pending and the state's marks
+// stay the same for 300 ms.
+func waitQuiet(t *testing.T, ts *servertest.TestServer) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		m := marks(ts)
+		_, evals, _ := ts.Server.State().Evals(nil, state.AllNamespaces)
+		pending := false
+		for _, e := range evals {
+			pending = pending || !e.Terminal()
+		}
+		time.Sleep(300 * time.Millisecond)
+		if !pending && marks(ts).same(m) {
+			return
+		}
+	}
+	t.Fatal("the state did not settle")
+}
+
 // stateMarks are what a plan must not change.
 type stateMarks struct {
 	jobs, versions, evals, allocs, deployments uint64
@@ -143,6 +163,9 @@ func TestJobPlanNomadClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSuccessful(t, c, 0)
+	// The deployment's last health evaluation may still be on its way:
+	// the marks are taken once nothing is pending and nothing moves.
+	waitQuiet(t, ts)
 
 	// Env change: both allocations replaced.
 	before = marks(ts)

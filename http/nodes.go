@@ -18,6 +18,7 @@ func (h *Handler) registerNodes() {
 	h.handle("/v1/nodes", methods{{http.MethodGet, h.nodeList}})
 	h.handle("/v1/node/{node_id}", methods{{http.MethodGet, h.nodeRead}})
 	h.handle("/v1/node/{node_id}/allocations", methods{{http.MethodGet, h.nodeAllocs}})
+	h.registerNodeDrain()
 	h.handle("/v1/allocations", methods{{http.MethodGet, h.allocList}})
 	h.handle("/v1/allocation/{alloc_id}", methods{{http.MethodGet, h.allocRead}})
 	h.registerClientProtocol()
@@ -88,7 +89,7 @@ func (h *Handler) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) 
 	if node == nil {
 		return nil, notFound("node not found")
 	}
-	return viewNodeDetail(publicNode(node)), nil
+	return nomadNodeOf(publicNode(node)), nil
 }
 
 // publicNode is a node as reads answer it: without its secret (as Nomad
@@ -109,14 +110,18 @@ func (h *Handler) nodeAllocs(w http.ResponseWriter, r *http.Request) (any, error
 		return nil, err
 	}
 	found := false
-	out, err := blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, []*state.Allocation, error) {
+	out, err := blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, []*allocDetail, error) {
 		_, n, err := s.Node(ws, nodeID)
 		if err != nil {
 			return 0, nil, err
 		}
 		found = n != nil
 		idx, allocs, err := s.AllocsByNode(ws, nodeID)
-		return idx, nodeReadableAllocs(id.authz, allocs), err
+		if err != nil {
+			return 0, nil, err
+		}
+		details, err := nodeAllocDetails(ws, s, nodeReadableAllocs(id.authz, allocs))
+		return idx, details, err
 	})
 	if err != nil {
 		return nil, err

@@ -204,7 +204,7 @@ func TestNodeIdentityAttacker(t *testing.T) {
 	}
 
 	// The operator reads the logs through the servers.
-	logs := s.mustAs(t, "root-secret", "GET", "/v1/client/fs/logs/"+allocID+"?task=app&type=stdout", "")
+	logs := s.mustAs(t, "root-secret", "GET", "/v1/client/fs/logs/"+allocID+"?task=app&type=stdout&plain=true", "")
 	if logs.Body != "hello-from-victim\n" {
 		t.Errorf("logs: %q", logs.Body)
 	}

@@ -25,17 +25,9 @@ func checkNodeClassPool(class, pool *string) error {
 	return nil
 }
 
-// nodeDetail is a node as GET /v1/node/:id answers it: the stored node
-// with Nomad's NodeResources and ReservedResources views.
-type nodeDetail struct {
-	*state.Node
-	NodeResources     *nodeResources
-	ReservedResources *nodeReserved
-}
-
-// nodeResources is Nomad's NodeResources (no disk, networks or devices
+// nodeResourcesView is Nomad's NodeResources (no disk, networks or devices
 // are fingerprinted here: zero and empty).
-type nodeResources struct {
+type nodeResourcesView struct {
 	Cpu struct {
 		CpuShares          int64
 		TotalCpuCores      uint16
@@ -75,8 +67,9 @@ const (
 	defaultMaxDynamicPort = 32000
 )
 
-func viewNodeDetail(n *state.Node) *nodeDetail {
-	r := &nodeResources{Networks: []struct{}{}, Devices: []struct{}{},
+// nodeResourcesOf is the node's NodeResources and ReservedResources.
+func nodeResourcesOf(n *state.Node) (*nodeResourcesView, *nodeReserved) {
+	r := &nodeResourcesView{Networks: []struct{}{}, Devices: []struct{}{},
 		MinDynamicPort: defaultMinDynamicPort, MaxDynamicPort: defaultMaxDynamicPort}
 	r.Cpu.CpuShares = int64(n.Resources.CPU)
 	r.Cpu.ReservableCpuCores = []uint16{}
@@ -87,7 +80,7 @@ func viewNodeDetail(n *state.Node) *nodeDetail {
 		}
 	}
 	r.Memory.MemoryMB = int64(n.Resources.MemoryMB)
-	return &nodeDetail{Node: n, NodeResources: r, ReservedResources: &nodeReserved{}}
+	return r, &nodeReserved{}
 }
 
 func parseUint16(s string) (uint16, error) {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"github.com/ctlplane/ctlplane/api"
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/nodes"
@@ -28,4 +29,7 @@ type NodeService interface {
 	// LogsGrant authorizes reading a task stream of an allocation and
 	// mints the grant its node checks.
 	LogsGrant(c nodes.Caller, allocID, task, stream string) (*nodes.LogsTarget, error)
+	// Grant authorizes one operation on a node's API (files, stats,
+	// restart, signal) and mints the grant its node checks.
+	Grant(c nodes.Caller, g api.Grant) (*nodes.LogsTarget, error)
 }

@@ -90,7 +90,8 @@ func TestNodeRegisterHeartbeatAndTTLExpiry(t *testing.T) {
 		t.Errorf("re-register indexes: create %d→%d modify %d→%d", n.CreateIndex, n2.CreateIndex, n.ModifyIndex, n2.ModifyIndex)
 	}
 
-	// A live allocation on the node is lost when the node misses its TTL.
+	// A live allocation on the node is lost when the node misses its TTL:
+	// the scheduler decides it from the node-update evaluation.
 	job := ntJob(t, env.ts, "web", nil, nil)
 	allocs, _ := ntPlace(t, env.ts, job, reg.ID, reg.Name, 1, env.clock.Now())
 	env.clock.Advance(time.Minute)
@@ -99,6 +100,10 @@ func TestNodeRegisterHeartbeatAndTTLExpiry(t *testing.T) {
 		t.Errorf("down node: %+v", down)
 	}
 	a := ntAlloc(t, env.ts, allocs[0].ID)
+	for deadline := time.Now().Add(10 * time.Second); a.ClientStatus != state.AllocClientStatusLost && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		a = ntAlloc(t, env.ts, allocs[0].ID)
+	}
 	if a.ClientStatus != state.AllocClientStatusLost || a.DesiredStatus != state.AllocDesiredStatusStop {
 		t.Errorf("alloc after node down: client %s desired %s", a.ClientStatus, a.DesiredStatus)
 	}

@@ -11,6 +11,7 @@ type Services struct {
 	Jobs        JobService
 	Deployments DeploymentService
 	Nodes       NodeService
+	NodeDrain   NodeDrainService
 	System      SystemService
 	Namespaces  NamespaceService
 }

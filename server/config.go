@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/server/tlsutil"
 	"github.com/hashicorp/go-hclog"
 )
@@ -33,6 +34,9 @@ type Config struct {
 	TLS tlsutil.Files
 	// HTTPSAddr, when set, serves the API over HTTPS only (needs TLS).
 	HTTPSAddr string
+	// DevListenAny lets a dev agent (ACLs off, raw_exec on) listen on a
+	// non-loopback HTTP address; without it that is refused.
+	DevListenAny bool
 	// InsecureRaft lets an agent form or join a multi-server cluster
 	// without TLS: anyone who reaches the Raft port can then take it over.
 	InsecureRaft bool
@@ -102,9 +106,20 @@ type Config struct {
 	JobGCThreshold        time.Duration
 	NodeGCThreshold       time.Duration
 
+	// MaxJobAllocs caps the allocations one job asks for in all (the sum of
+	// its task groups' Count; default jobs.DefaultMaxJobAllocs).
+	MaxJobAllocs int
+
 	// Now is the clock of the domain services (default time.Now); tests
 	// pass a fake one.
 	Now func() time.Time
+
+	// EventBufferSize is how many entries' events the server keeps for the
+	// event stream (0: stream.DefaultBufferSize, 100; below 0: no stream).
+	EventBufferSize int
+	// EventHeartbeat and EventWriteTimeout: see http.SetEventStream (0: defaults).
+	EventHeartbeat    time.Duration
+	EventWriteTimeout time.Duration
 
 	// EstablishHook, when set (fault-injection tests), runs before each attempt to
 	// establish leadership; an error fails the attempt.
@@ -128,6 +143,7 @@ func DefaultConfig() *Config {
 		HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
 		HTTPBodyReadTimeout:   DefaultHTTPBodyReadTimeout,
 		DevNodes:              -1,
+		EventBufferSize:       stream.DefaultBufferSize,
 	}
 }
 

@@ -31,7 +31,7 @@ func rawConn(t *testing.T, addr string) net.Conn {
 func TestSlowBodyIsCutOff(t *testing.T) {
 	ts := servertest.Start(t, servertest.ACL(""), func(c *server.Config) { c.HTTPBodyReadTimeout = time.Second })
 	c := rawConn(t, ts.HTTPAddr())
-	fmt.Fprintf(c, "POST /v1/acl/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+	fmt.Fprintf(c, "POST /v1/acl/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
 	closed := make(chan string, 1)
 	go func() {
 		buf, _ := io.ReadAll(c)
@@ -85,7 +85,7 @@ func TestConnectionsPerClientIPCapped(t *testing.T) {
 	}
 	ask := func(c net.Conn) (*http.Response, string) {
 		t.Helper()
-		fmt.Fprintf(c, "GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n\r\n")
+		fmt.Fprintf(c, "GET /v1/status/leader HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
@@ -126,7 +126,7 @@ func TestConnectionsPerClientIPCapped(t *testing.T) {
 			return err.Error()
 		}
 		defer c.Close()
-		fmt.Fprintf(c, "GET /v1/status/leader HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		fmt.Fprintf(c, "GET /v1/status/leader HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {

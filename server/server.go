@@ -19,7 +19,9 @@ import (
 
 	metrics "github.com/armon/go-metrics"
 	"github.com/ctlplane/ctlplane/fsm/raftfsm"
+	"github.com/ctlplane/ctlplane/http/webguard"
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/server/tlsutil"
 	"github.com/ctlplane/ctlplane/state"
@@ -51,8 +53,10 @@ type Server struct {
 	failed       chan struct{} // closed by fail
 	failOnce     sync.Once
 
-	fsm  *raftfsm.FSM
-	raft *raft.Raft
+	fsm *raftfsm.FSM
+	// events is the event stream's buffer (nil: off).
+	events *stream.Buffer
+	raft   *raft.Raft
 	// transport is in memory for a lone dev agent, else TCP, over mutual
 	// TLS when tls is set.
 	transport raft.Transport
@@ -124,6 +128,9 @@ func New(cfg *Config) (*Server, error) {
 	if cfg.BootstrapExpect > 1 && len(cfg.Join) == 0 {
 		return nil, fmt.Errorf("-bootstrap-expect=%d needs -join addresses of the other servers", cfg.BootstrapExpect)
 	}
+	if err := checkDevAddrs(cfg); err != nil {
+		return nil, err
+	}
 	var bundle *tlsutil.Bundle
 	if cfg.TLS.Enabled() {
 		b, err := tlsutil.Load(cfg.TLS, cfg.Datacenter)
@@ -158,6 +165,10 @@ func New(cfg *Config) (*Server, error) {
 		s.forwardTransport.TLSClientConfig = bundle.ServerClient()
 	}
 	s.clusterClient = &http.Client{Transport: s.forwardTransport, Timeout: 15 * time.Second}
+	if cfg.EventBufferSize >= 0 {
+		s.events = stream.NewBuffer(cfg.EventBufferSize)
+		s.fsm.SetEventSink(s.events)
+	}
 	s.queryCtx, s.cancelQuery = context.WithCancel(context.Background())
 	if err := s.setupRaft(); err != nil {
 		s.closeStores()
@@ -341,7 +352,7 @@ func (s *Server) Serve(handler API) error {
 		s.httpsListener = newAPIListener(lns, tlsConf, true, s.config.Datacenter, limits, netLogger)
 	}
 	s.httpServer = &http.Server{
-		Handler:           s.bodyDeadline(s.clusterHandler(handler)),
+		Handler:           s.bodyDeadline(webguard.Wrap(s.clusterHandler(handler), webguard.LoopbackAddrs(s.listenerAddrs()...))),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return s.queryCtx },
@@ -429,6 +440,10 @@ func (s *Server) closeStores() {
 
 // State is the current state store.
 func (s *Server) State() *state.Store { return s.fsm.State() }
+
+// EventBuffer is the buffer this server's FSM publishes its events to (nil
+// when the event stream is off).
+func (s *Server) EventBuffer() *stream.Buffer { return s.events }
 
 // ApplyEntry commits one encoded log entry (see fsm.Apply for the typed
 // form) and returns what the FSM returned for it.

@@ -50,7 +50,7 @@ func (s *Store) ACLAuthMethodSet(idx uint64, m *ACLAuthMethod, create bool) (*AC
 	if m.Name == "" || m.Type == "" {
 		return nil, errorf(ErrInvalid, "auth method is missing its name or type")
 	}
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	raw, err := txn.First(aclAuthMethodsTable, "id", m.Name)
 	if err != nil {
@@ -85,7 +85,7 @@ func (s *Store) ACLAuthMethodSet(idx uint64, m *ACLAuthMethod, create bool) (*AC
 // ACLAuthMethodDelete deletes a method together with its binding rules and
 // the tokens it minted, in one transaction.
 func (s *Store) ACLAuthMethodDelete(idx uint64, name string) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	raw, err := txn.First(aclAuthMethodsTable, "id", name)
 	if err != nil {

@@ -39,7 +39,7 @@ func (s *Store) ACLBootstrapIndex() uint64 {
 // ACLBootstrap stores the first management token and closes bootstrapping,
 // atomically: a second bootstrap fails with the reset index.
 func (s *Store) ACLBootstrap(idx uint64, token *ACLToken) (*ACLToken, error) {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	raw, err := txn.First(aclMetaTable, "id", aclBootstrapKey)
 	if err != nil {
@@ -66,7 +66,7 @@ func (s *Store) ACLBootstrap(idx uint64, token *ACLToken) (*ACLToken, error) {
 // policy, the anonymous token and, when given, the initial management token
 // (which also closes bootstrapping). Existing objects are left as they are.
 func (s *Store) ACLInit(idx uint64, management *ACLPolicy, anonymous, initial *ACLToken) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	changed := false
 	if raw, err := txn.First(aclPoliciesTable, "id", management.ID); err != nil {

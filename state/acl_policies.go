@@ -53,7 +53,7 @@ func (s *Store) ACLPolicies(ws memdb.WatchSet) (uint64, []*ACLPolicy, error) {
 
 // ACLPolicySet creates or replaces a policy; its name must be unique.
 func (s *Store) ACLPolicySet(idx uint64, p *ACLPolicy) (*ACLPolicy, error) {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	stored, err := aclPolicySetTxn(txn, idx, p)
 	if err != nil {

@@ -51,7 +51,7 @@ func (s *Store) ACLRoleSet(idx uint64, r *ACLRole) (*ACLRole, error) {
 	if r.ID == "" || r.Name == "" {
 		return nil, errorf(ErrInvalid, "role is missing its ID or name")
 	}
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	stored := *r
 	stored.CreateIndex = idx

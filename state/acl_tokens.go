@@ -88,7 +88,7 @@ func (s *Store) ACLTokens(ws memdb.WatchSet, keep func(*ACLToken) bool) (uint64,
 // ACLTokenSet creates (create=true) or replaces a token. A replaced token
 // keeps its SecretID, CreateTime, CreateIndex, AuthMethod and expiry.
 func (s *Store) ACLTokenSet(idx uint64, t *ACLToken, create bool) (*ACLToken, error) {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	stored, err := aclTokenSetTxn(txn, idx, t, create)
 	if err != nil {
@@ -157,7 +157,7 @@ func (s *Store) ACLTokenDelete(idx uint64, accessor string) error {
 // ACLTokensDeleteExpired deletes the listed tokens that have expired at now
 // (a token renewed in between is kept), and returns how many it deleted.
 func (s *Store) ACLTokensDeleteExpired(idx uint64, now time.Time, accessors []string) (int, error) {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	n := 0
 	for _, id := range accessors {

@@ -20,6 +20,9 @@ const (
 	AllocClientStatusComplete = "complete"
 	AllocClientStatusFailed   = "failed"
 	AllocClientStatusLost     = "lost"
+	// AllocClientStatusUnknown: its node is disconnected (the group has
+	// MaxClientDisconnect); not terminal, it may still run there.
+	AllocClientStatusUnknown = "unknown"
 )
 
 // Task states and event types (Nomad's values).
@@ -73,6 +76,9 @@ type Allocation struct {
 	// RescheduleTracker lists the reschedules that led to this allocation.
 	RescheduleTracker *RescheduleTracker
 	DesiredTransition DesiredTransition
+	// AllocStates records the server's changes of ClientStatus (unknown,
+	// running again on reconnect, lost), oldest first.
+	AllocStates []*AllocState
 
 	// Metrics is what the scheduler saw placing the allocation.
 	Metrics *AllocMetric
@@ -170,6 +176,9 @@ func (a *Allocation) Copy() *Allocation {
 		c.DeploymentStatus = &ds
 	}
 	c.RescheduleTracker = a.RescheduleTracker.Copy()
+	if a.AllocStates != nil {
+		c.AllocStates = append([]*AllocState(nil), a.AllocStates...)
+	}
 	return &c
 }
 

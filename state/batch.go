@@ -13,12 +13,17 @@ import (
 type Batch struct {
 	txn     *memdb.Txn
 	indexes map[string]uint64 // table -> highest index written in the batch
+
+	// explicit: the batch spans entries, so its writes record their changes
+	// per entry (record) instead of memdb tracking the whole transaction.
+	explicit bool
+	entry    []memdb.Change
 }
 
 // NewBatch opens a write transaction. Only one can be open at a time (the
 // FSM is the only writer): Commit or Abort it before any other write.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{txn: s.db.Txn(true), indexes: map[string]uint64{}}
+	return &Batch{txn: s.writeTxn(), indexes: map[string]uint64{}}
 }
 
 // touch records that table changed at idx.

@@ -172,6 +172,7 @@ func (b *Batch) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 		return nil, fmt.Errorf("failed inserting binding rule: %w", err)
 	}
 	b.touch(bindingRulesTable, idx)
+	b.record(bindingRulesTable, raw, &stored)
 	return &stored, nil
 }
 
@@ -198,6 +199,7 @@ func (b *Batch) BindingRuleDelete(idx uint64, id, ns string) error {
 		return fmt.Errorf("failed deleting binding rule: %w", err)
 	}
 	b.touch(bindingRulesTable, idx)
+	b.record(bindingRulesTable, raw, nil)
 	return nil
 }
 

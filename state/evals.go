@@ -31,6 +31,8 @@ const (
 	EvalTriggerQueuedAllocs      = "queued-allocs"
 	EvalTriggerScaling           = "job-scaling"
 	EvalTriggerMaxPlans          = "max-plan-attempts"
+	EvalTriggerMaxDisconnect     = "max-disconnect-timeout"
+	EvalTriggerReconnect         = "reconnect"
 )
 
 // Evaluation asks the scheduler to reconcile one job with the cluster.

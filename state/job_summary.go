@@ -41,10 +41,6 @@ type JobChildrenSummary struct {
 	Dead    int64
 }
 
-// AllocClientStatusUnknown is the client status of an allocation on a
-// disconnected node (Nomad's value).
-const AllocClientStatusUnknown = "unknown"
-
 func (s *JobSummary) copy() *JobSummary {
 	c := *s
 	c.Summary = make(map[string]TaskGroupSummary, len(s.Summary))
@@ -128,7 +124,7 @@ func (s *Store) JobSummaries(ws memdb.WatchSet, jobs []*Job) (uint64, map[[2]str
 // orchTxn opens a write transaction of the orchestrator's tables; commit it
 // with commitOrch, which derives the job summaries from what it changed.
 func (s *Store) orchTxn() *memdb.Txn {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	txn.TrackChanges()
 	return txn
 }

@@ -105,11 +105,16 @@ type TaskGroup struct {
 	Update           *UpdateStrategy
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
-	Meta             map[string]string
-	Constraints      []*Constraint
-	Affinities       []*Affinity
-	Spreads          []*Spread
-	Tasks            []*Task
+	// Migrate says how a drain moves the group's allocations off a node.
+	Migrate *MigrateStrategy
+	// MaxClientDisconnect, when set, is how long allocations on a
+	// disconnected node stay unknown before they are lost (Nomad's).
+	MaxClientDisconnect *time.Duration
+	Meta                map[string]string
+	Tasks               []*Task
+	Constraints         []*Constraint
+	Affinities          []*Affinity
+	Spreads             []*Spread
 }
 
 // RestartPolicy says how a task that exits is restarted in place.

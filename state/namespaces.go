@@ -116,7 +116,7 @@ func (s *Store) Namespaces(ws memdb.WatchSet, prefix string) (uint64, []*Namespa
 
 // NamespaceUpsert creates or replaces namespaces at idx (CreateIndex kept).
 func (s *Store) NamespaceUpsert(idx uint64, namespaces []*Namespace) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	for _, ns := range namespaces {
 		_, cur, err := namespaceTxn(txn, ns.Name)
@@ -142,7 +142,7 @@ func (s *Store) NamespaceUpsert(idx uint64, namespaces []*Namespace) error {
 // NamespaceDelete deletes namespaces at idx, all or none: default cannot
 // be deleted, nor a namespace with a job that is not dead (Nomad's texts).
 func (s *Store) NamespaceDelete(idx uint64, names []string) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	for _, name := range names {
 		if name == DefaultNamespace {

@@ -13,6 +13,9 @@ const (
 	NodeStatusInit  = "initializing"
 	NodeStatusReady = "ready"
 	NodeStatusDown  = "down"
+	// NodeStatusDisconnected: it missed its heartbeat while some of its
+	// allocations may outlive that (their group has MaxClientDisconnect).
+	NodeStatusDisconnected = "disconnected"
 
 	NodeSchedulingEligible   = "eligible"
 	NodeSchedulingIneligible = "ineligible"
@@ -42,9 +45,13 @@ type Node struct {
 	Status                string
 	StatusDescription     string
 	SchedulingEligibility string
-	StatusUpdatedAt       int64
-	CreateIndex           uint64
-	ModifyIndex           uint64
+	// Drain is DrainStrategy != nil (Nomad's api still shows both).
+	Drain           bool
+	DrainStrategy   *DrainStrategy
+	LastDrain       *DrainMetadata
+	StatusUpdatedAt int64
+	CreateIndex     uint64
+	ModifyIndex     uint64
 }
 
 // DriverInfo says whether a driver was found on the node and works.
@@ -120,6 +127,12 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 			return errorf(ErrForbidden, "node secret ID does not match")
 		}
 		stored.CreateIndex = old.CreateIndex
+		// A drain is the operator's and the drainer's: re-registering
+		// does not end it.
+		stored.Drain, stored.DrainStrategy, stored.LastDrain = old.Drain, old.DrainStrategy, old.LastDrain
+		if old.DrainStrategy != nil {
+			stored.SchedulingEligibility = NodeSchedulingIneligible
+		}
 	} else {
 		stored.CreateIndex = idx
 	}
@@ -139,9 +152,9 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 	return nil
 }
 
-// NodeUpdateStatus sets a node's status at idx. A node going down has its
-// allocations that are still live on it marked lost, and evals (the
-// node-update evaluations of the affected jobs) are inserted with it.
+// NodeUpdateStatus sets a node's status at idx and inserts evals (the
+// node-update evaluations of the jobs on it) with it. What becomes of the
+// node's allocations is the scheduler's decision (Nomad's), not this one's.
 func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string, evals []*Evaluation, now int64) error {
 	txn := s.orchTxn()
 	defer txn.Abort()
@@ -162,43 +175,6 @@ func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string,
 	}
 	if err := setIndex(txn, nodesTable, idx); err != nil {
 		return err
-	}
-	if status == NodeStatusDown {
-		allocs, err := listTxn[Allocation](txn, nil, allocsTable, "node", nodeID)
-		if err != nil {
-			return err
-		}
-		jobs := map[[2]string]bool{}
-		for _, a := range allocs {
-			if a.ClientTerminalStatus() {
-				continue
-			}
-			c := a.Copy()
-			c.ClientStatus = AllocClientStatusLost
-			c.ClientDescription = "node is down"
-			if c.DesiredStatus == AllocDesiredStatusRun {
-				c.DesiredStatus = AllocDesiredStatusStop
-				c.DesiredDescription = "alloc is lost since its node is down"
-			}
-			// AllocModifyIndex too: a node that comes back learns that
-			// what it still runs was stopped.
-			c.ModifyIndex, c.AllocModifyIndex = idx, idx
-			c.ModifyTime = now
-			if err := txn.Insert(allocsTable, c); err != nil {
-				return fmt.Errorf("failed updating allocation: %w", err)
-			}
-			jobs[[2]string{c.Namespace, c.JobID}] = true
-		}
-		if len(jobs) > 0 {
-			if err := setIndex(txn, allocsTable, idx); err != nil {
-				return err
-			}
-		}
-		for k := range jobs {
-			if err := refreshJobStatusTxn(txn, idx, k[0], k[1]); err != nil {
-				return err
-			}
-		}
 	}
 	for _, e := range evals {
 		if err := upsertEvalTxn(txn, idx, e); err != nil {

@@ -29,10 +29,31 @@ type Plan struct {
 	// to them, so that no later evaluation creates another.
 	FollowupEvals []*Evaluation
 	Followups     []*AllocFollowup
-	Now           int64
+	// ClientStates are the servers' changes of client status: unknown on
+	// a disconnected node, running again once it reconnected.
+	ClientStates []*AllocClientState
+	Now          int64
 	// Annotations say what the scheduler wanted per group (Nomad's plan
 	// annotations, read by a dry run). They are not part of the Raft entry.
 	Annotations *PlanAnnotations `codec:"-"`
+}
+
+// AllocClientState sets an allocation's client status as the servers see
+// it and records the change in its AllocStates (Nomad's disconnect and
+// reconnect updates). FollowupEvalID, when set, is the evaluation that
+// marks an unknown allocation lost once its node stayed away too long; a
+// status other than unknown clears it.
+type AllocClientState struct {
+	AllocID           string
+	ClientStatus      string
+	ClientDescription string
+	FollowupEvalID    string
+	// Time is when the change happened (Unix nanoseconds; 0: the plan's Now).
+	Time int64
+	// Reconnected: the allocation was kept when its node came back; the
+	// replacement it had is stopped, so it has no NextAllocation any more.
+	// (ClientStatus "" then leaves its status as it is.)
+	Reconnected bool
 }
 
 // AllocFollowup links a failed allocation to the evaluation that will
@@ -87,7 +108,8 @@ type AllocInPlace struct {
 // IsNoOp says whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
 	return len(p.Placements) == 0 && len(p.Stops) == 0 && len(p.InPlace) == 0 &&
-		p.Deployment == nil && len(p.DeploymentUpdates) == 0 && len(p.FollowupEvals) == 0 && len(p.Followups) == 0
+		p.Deployment == nil && len(p.DeploymentUpdates) == 0 && len(p.FollowupEvals) == 0 && len(p.Followups) == 0 &&
+		len(p.ClientStates) == 0
 }
 
 // PlanResult says whether a plan was applied, and at which index.
@@ -140,10 +162,41 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 		a.DesiredDescription = st.DesiredDescription
 		if st.ClientStatus != "" {
 			a.ClientStatus = st.ClientStatus
+			a.AppendState(AllocStateFieldClientStatus, st.ClientStatus, time.Unix(0, p.Now))
 		}
 		if st.FollowupEvalID != "" {
 			a.FollowupEvalID = st.FollowupEvalID
 		}
+		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
+		if err := txn.Insert(allocsTable, a); err != nil {
+			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		}
+	}
+	for _, cs := range p.ClientStates {
+		raw, _ := txn.First(allocsTable, "id", cs.AllocID)
+		a := raw.(*Allocation).Copy()
+		if cs.ClientStatus != "" {
+			if cs.ClientStatus != a.ClientStatus {
+				a.ClientStatus, a.ClientDescription = cs.ClientStatus, cs.ClientDescription
+			}
+			at := cs.Time
+			if at == 0 {
+				at = p.Now
+			}
+			a.AppendState(AllocStateFieldClientStatus, cs.ClientStatus, time.Unix(0, at))
+		}
+		switch {
+		case cs.FollowupEvalID != "":
+			a.FollowupEvalID = cs.FollowupEvalID
+		case cs.ClientStatus != "" && cs.ClientStatus != AllocClientStatusUnknown:
+			// Back from a disconnect: its timeout's follow-up is moot, and
+			// a later failure must be free to get a follow-up of its own.
+			a.FollowupEvalID = ""
+		}
+		if cs.Reconnected {
+			a.NextAllocation = ""
+		}
+		// AllocModifyIndex too: a client that comes back learns of it.
 		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
 		if err := txn.Insert(allocsTable, a); err != nil {
 			return nil, fmt.Errorf("failed updating allocation: %w", err)
@@ -244,7 +297,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 			return nil, err
 		}
 	}
-	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups) > 0 {
+	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups)+len(p.ClientStates) > 0 {
 		if err := setIndex(txn, allocsTable, idx); err != nil {
 			return nil, err
 		}
@@ -321,6 +374,15 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 			return fmt.Sprintf("allocation %s already has a follow-up", fu.AllocID), nil
 		}
 	}
+	for _, cs := range p.ClientStates {
+		raw, err := txn.First(allocsTable, "id", cs.AllocID)
+		if err != nil {
+			return "", fmt.Errorf("failed allocation lookup: %w", err)
+		}
+		if raw == nil || stopping[cs.AllocID] || raw.(*Allocation).TerminalStatus() {
+			return fmt.Sprintf("allocation %s is gone or stopped", cs.AllocID), nil
+		}
+	}
 	for _, ip := range p.InPlace {
 		raw, err := txn.First(allocsTable, "id", ip.AllocID)
 		if err != nil {
@@ -330,7 +392,16 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 			return fmt.Sprintf("allocation %s is gone or stopped", ip.AllocID), nil
 		}
 	}
-	running := func(id string) (bool, error) {
+	// Migrations (placements replacing an allocation this plan stops as
+	// migrated) may also go into a paused deployment, as in Nomad: a
+	// paused rollout must not block a drain.
+	migrating := map[string]bool{}
+	for _, st := range p.Stops {
+		if st.DesiredDescription == AllocDescMigrating {
+			migrating[st.AllocID] = true
+		}
+	}
+	running := func(id string, migration bool) (bool, error) {
 		if p.Deployment != nil && p.Deployment.ID == id {
 			return true, nil
 		}
@@ -338,7 +409,11 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 		if err != nil {
 			return false, fmt.Errorf("failed deployment lookup: %w", err)
 		}
-		return raw != nil && raw.(*Deployment).Status == DeploymentStatusRunning, nil
+		if raw == nil {
+			return false, nil
+		}
+		st := raw.(*Deployment).Status
+		return st == DeploymentStatusRunning || (migration && st == DeploymentStatusPaused), nil
 	}
 	for _, u := range p.DeploymentUpdates {
 		raw, err := txn.First(deploymentsTable, "id", u.DeploymentID)
@@ -360,7 +435,7 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 	need := map[string]Resources{}
 	for _, pl := range p.Placements {
 		if pl.DeploymentID != "" {
-			ok, err := running(pl.DeploymentID)
+			ok, err := running(pl.DeploymentID, migrating[pl.PreviousAllocation])
 			if err != nil {
 				return "", err
 			}

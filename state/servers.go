@@ -77,7 +77,7 @@ func (s *Store) ServerSet(idx uint64, srv *ServerInfo) error {
 	if srv.ID == "" {
 		return errorf(ErrInvalid, "server is missing its ID")
 	}
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	stored := *srv
 	stored.CreateIndex = idx
@@ -99,7 +99,7 @@ func (s *Store) ServerSet(idx uint64, srv *ServerInfo) error {
 
 // ServerDelete forgets a server at Raft index idx; forgetting an unknown one is a no-op.
 func (s *Store) ServerDelete(idx uint64, id string) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	raw, err := txn.First(serversTable, "id", id)
 	if err != nil {

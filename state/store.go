@@ -121,7 +121,7 @@ func getAll[T any](s *Store, ws memdb.WatchSet, table string, keep func(*T) bool
 // deleteOne deletes the row of table matching index = key at Raft index idx;
 // a missing row is ErrNotFound with msg.
 func deleteOne(s *Store, idx uint64, table, index, key, msg string) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	raw, err := txn.First(table, index, key)
 	if err != nil {
@@ -151,6 +151,8 @@ type Store struct {
 
 	abandonOnce sync.Once
 	abandonCh   chan struct{}
+
+	changes changeLog // what committed writes changed, for the event stream
 }
 
 // NewStore returns an empty store.

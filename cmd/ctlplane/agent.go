@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/server"
 	ctlagent "github.com/ctlplane/ctlplane/server/agent"
+	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -24,6 +25,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("agent", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	flags.BoolVar(&cfg.Dev, "dev", false, "run one in-memory server on 127.0.0.1:8500, for development")
+	flags.BoolVar(&cfg.DevListenAny, "dev-listen-any", false, "let -dev listen on a non-loopback -http-addr (anyone who reaches it can run commands: ACLs are off and raw_exec on)")
 	flags.StringVar(&cfg.DataDir, "data-dir", "", "directory for the Raft log, snapshots and node ID")
 	flags.StringVar(&cfg.NodeName, "node", cfg.NodeName, "name of this server")
 	bind := flags.String("bind", "", "Raft address host:port (default 127.0.0.1:8300; -dev: a free port)")
@@ -51,6 +53,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.StringVar(&cfg.HTTPSAddr, "https-addr", "", "HTTPS-only API address host:port (needs the -tls-* files; with them the HTTP address answers HTTPS too)")
 	flags.BoolVar(&cfg.InsecureRaft, "insecure-raft", false, "allow forming or joining a multi-server cluster without TLS (anyone who reaches the Raft port can take the cluster over)")
 	flags.IntVar(&cfg.HTTPMaxConnsPerClient, "http-max-conns-per-client", cfg.HTTPMaxConnsPerClient, "open HTTP connections allowed per client IP (0: no limit); over it, 429")
+	flags.IntVar(&cfg.EventBufferSize, "event-buffer-size", cfg.EventBufferSize, "how many Raft entries' events the event stream keeps for subscribers to resume from (-1: no event stream)")
 	flags.BoolVar(&cfg.EnableDebug, "enable-debug", false, "serve Go's profiler under /debug/pprof/ (management token required when ACLs are on)")
 	devNodes := flags.Int("dev-nodes", -1, "simulated client nodes (mock_driver) to run in this process (default: 1 with -dev, else 0)")
 	var devGroups devNodeGroupsFlag
@@ -62,6 +65,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.DurationVar(&cfg.DeploymentGCThreshold, "deployment-gc-threshold", time.Hour, "how long a deployment must have been finished before it is collected")
 	flags.DurationVar(&cfg.JobGCThreshold, "job-gc-threshold", 4*time.Hour, "how long a stopped, dead job (and everything of it) must have been finished before it is collected")
 	flags.DurationVar(&cfg.NodeGCThreshold, "node-gc-threshold", 24*time.Hour, "how long a node must have been down before it is collected")
+	flags.IntVar(&cfg.MaxJobAllocs, "max-job-allocs", jobs.DefaultMaxJobAllocs, "allocations one job may ask for in all (the sum of its task groups' Count); over it, 400")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := flags.Bool("log-json", false, "log in JSON")
 	if err := flags.Parse(args); err != nil {
@@ -81,6 +85,16 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
+	// Read by now: the secrets leave the environment, where the tasks of a
+	// dev agent's raw_exec client could read them (/proc/PPID/environ).
+	envs := []string{"CTLPLANE_TOKEN", "NOMAD_TOKEN"}
+	for _, s := range secrets {
+		envs = append(envs, s.env)
+	}
+	if _, err := removeEnv(envs, cfg.Logger); err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
 
 	cfg.ACLEnabled = !cfg.Dev
 	if *aclEnabled != "" {
@@ -90,6 +104,10 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		cfg.ACLEnabled = on
+	}
+	if cfg.MaxJobAllocs < 1 {
+		fmt.Fprintf(stderr, "invalid -max-job-allocs %d: it must be at least 1\n", cfg.MaxJobAllocs)
+		return 1
 	}
 	cfg.BindAddr = *bind
 	cfg.RaftTimeout = *raftTimeout

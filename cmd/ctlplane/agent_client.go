@@ -43,12 +43,14 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	host, _ := os.Hostname()
 	name := flags.String("node", host, "node name")
 	dc := flags.String("datacenter", "dc1", "datacenter of the node")
-	tokenFile := flags.String("node-token-file", "", "file holding a token with node:write (default: env CTLPLANE_NODE_TOKEN, then CTLPLANE_TOKEN)")
+	tokenFile := flags.String("node-token-file", "", "file holding the introduction token, one with node:write (default: env CTLPLANE_NODE_TOKEN; CTLPLANE_TOKEN is not read)")
+	configFile := flags.String("config-file", "", "client configuration file, HCL or JSON: keys as the flags with underscores, and Nomad's plugin \"raw_exec\" { config { enabled = true } }; flags win")
 	httpAddr := flags.String("http-addr", "127.0.0.1:0", "address of the client's own HTTP API (task logs, forwarded by the servers); port 0 picks a free port")
 	advertise := flags.String("http-advertise", "", "address (host:port) the servers reach the client's HTTP API at (default: the -http-addr listener's)")
 	cpu := flags.Int("cpu-total-compute", runtime.NumCPU()*1000, "CPU (MHz) the node offers")
 	mem := flags.Int("memory-mb", detectMemoryMB(), "memory (MB) the node offers")
-	noRawExec := flags.Bool("disable-raw-exec", false, "do not offer the raw_exec driver")
+	enableRawExec := flags.Bool("enable-raw-exec", false, "offer the raw_exec driver (off by default; or plugin \"raw_exec\" in -config-file): its tasks run as this agent's user and can act as the node")
+	noRawExec := flags.Bool("disable-raw-exec", false, "never offer raw_exec, whatever -enable-raw-exec or the config file say")
 	nodeClass := flags.String("node-class", "", "the node's class (constraints read it as ${node.class})")
 	nodePool := flags.String("node-pool", "default", "the node's pool (${node.pool})")
 	meta := metaFlag{}
@@ -62,6 +64,25 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "unexpected arguments: %v\n", flags.Args())
 		return 1
 	}
+	set := map[string]bool{}
+	flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var pluginRawExec *bool
+	if *configFile != "" {
+		raw, err := readConfigFile(*configFile)
+		if err == nil {
+			pluginRawExec, err = takePluginBlocks(*configFile, raw)
+		}
+		if err == nil {
+			err = applyConfigKeys(flags, *configFile, raw, set)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "Error: %v\n", err)
+			return 1
+		}
+	}
+	// Off unless enabled; -disable-raw-exec (from when it was on by
+	// default) still wins.
+	rawExec := (*enableRawExec || (pluginRawExec != nil && *pluginRawExec)) && !*noRawExec
 	var urls []string
 	for _, s := range strings.Split(*servers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -81,25 +102,14 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "invalid -log-level %q\n", *logLevel)
 		return 1
 	}
-	token := os.Getenv("CTLPLANE_NODE_TOKEN")
-	if token == "" {
-		token = os.Getenv("CTLPLANE_TOKEN")
-	}
-	if *tokenFile != "" {
-		buf, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "Error: failed to read -node-token-file: %v\n", err)
-			return 1
-		}
-		token = strings.TrimSpace(string(buf))
-	}
-	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+	logger := hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
+	token, err := introductionToken(*tokenFile, logger)
+	if err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)
 		return 1
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
 	c, err := client.New(client.Config{
-		Servers: urls, Token: token, NodeName: *name, Datacenter: *dc, DataDir: *dataDir, RawExec: !*noRawExec,
+		Servers: urls, Token: token, NodeName: *name, Datacenter: *dc, DataDir: *dataDir, RawExec: rawExec,
 		HTTPAddr: *httpAddr, HTTPAdvertise: *advertise, Resources: api.Resources{CPU: *cpu, MemoryMB: *mem}, Logger: logger,
 		NodeClass: *nodeClass, NodePool: *nodePool, Meta: meta,
 	})
@@ -114,7 +124,7 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigCh)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	logger.Info("client agent started", "node", *name, "node_id", c.NodeID(), "servers", strings.Join(urls, ","), "data_dir", *dataDir)
+	logger.Info("client agent started", "node", *name, "node_id", c.NodeID(), "servers", strings.Join(urls, ","), "data_dir", *dataDir, "datacenter", *dc, "raw_exec", rawExec)
 	select {
 	case sig := <-sigCh:
 		logger.Info("caught signal: stopping; the tasks keep running", "signal", sig.String())

@@ -71,14 +71,28 @@ func applyAgentSources(flags *flag.FlagSet, configFile string, secrets []secretF
 // applyConfigFile sets every flag the file names, unless the command line
 // (or an environment variable) already did.
 func applyConfigFile(flags *flag.FlagSet, path string, set map[string]bool) error {
+	raw, err := readConfigFile(path)
+	if err != nil {
+		return err
+	}
+	return applyConfigKeys(flags, path, raw, set)
+}
+
+// readConfigFile decodes an HCL or JSON config file.
+func readConfigFile(path string) (map[string]any, error) {
 	buf, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("failed to read the config file: %w", err)
+		return nil, fmt.Errorf("failed to read the config file: %w", err)
 	}
 	var raw map[string]any
 	if err := hcl.Unmarshal(buf, &raw); err != nil {
-		return fmt.Errorf("config file %s: %v", path, err)
+		return nil, fmt.Errorf("config file %s: %v", path, err)
 	}
+	return raw, nil
+}
+
+// applyConfigKeys sets the flag each key names, unless already set.
+func applyConfigKeys(flags *flag.FlagSet, path string, raw map[string]any, set map[string]bool) error {
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
 		keys = append(keys, k)

@@ -18,29 +18,48 @@ const allocUsage = `Usage: ctlplane alloc <command> [flags] ID
 Commands (Nomad's verbs; IDs by unique prefix):
   status ID                          show an allocation, its tasks' recent events and its placement metrics
   logs [-f] [-stderr] ID [TASK]      print a task's output (-f: follow it as it is written)
+  fs [-stat] ID [PATH]               list a directory of the allocation or print a file
+  restart [-all-tasks] ID [TASK]     restart a task (default: every running task)
+  signal [-s SIGNAL] ID [TASK]       send a signal to a task (default SIGKILL; every running task)
 
 Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 -token (env CTLPLANE_TOKEN, then NOMAD_TOKEN).
 `
 
-const nodeUsage = `Usage: ctlplane node status [-verbose] [ID]
+const nodeUsage = `Usage: ctlplane node <command> [flags] [ID]
 
-Lists the client nodes, or shows one (by unique ID prefix) with its allocations
-(-verbose: and its attributes and meta).
-Takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and -token (env
-CTLPLANE_TOKEN, then NOMAD_TOKEN).
+Commands (Nomad's verbs; node IDs by unique prefix):
+  status [-stats] [-verbose] [ID]    list the client nodes, or show one with its allocations
+                                     (-stats: and its host's CPU, memory, disk and uptime;
+                                     -verbose: and its attributes and meta)
+  drain -enable|-disable [flags] ID  start, update or cancel a node's drain:
+      -deadline D      stop what is left after D (default 1h)
+      -force           stop everything now (no migration)
+      -no-deadline     never force: wait for every allocation to move
+      -ignore-system   leave system jobs' allocations in place
+      -keep-ineligible with -disable: leave the node ineligible
+      -m MESSAGE       recorded in the drain's metadata (LastDrain.Meta["message"])
+  eligibility -enable|-disable ID    let the scheduler place on the node, or not
+
+Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
+-token (env CTLPLANE_TOKEN, then NOMAD_TOKEN).
 `
 
 func runAlloc(args []string, stdout, stderr io.Writer) int {
 	return dispatch("alloc", allocUsage, map[string]func([]string, io.Writer, io.Writer) int{
-		"status": allocStatus,
-		"logs":   allocLogs,
+		"status":  allocStatus,
+		"logs":    allocLogs,
+		"fs":      allocFS,
+		"restart": allocRestart,
+		"signal":  allocSignal,
 	}, args, stdout, stderr)
 }
 
 func runNode(args []string, stdout, stderr io.Writer) int {
 	return dispatch("node", nodeUsage, map[string]func([]string, io.Writer, io.Writer) int{
-		"status": nodeStatus,
+		"status":      nodeStatus,
+		"drain":       nodeDrain,
+		"eligibility": nodeEligibility,
 	}, args, stdout, stderr)
 }
 
@@ -140,7 +159,7 @@ func allocLogs(args []string, stdout, stderr io.Writer) int {
 		}
 		task = names[0]
 	}
-	q := url.Values{"task": {task}, "type": {"stdout"}}
+	q := url.Values{"task": {task}, "type": {"stdout"}, "plain": {"true"}}
 	if *useStderr {
 		q.Set("type", "stderr")
 	}
@@ -188,6 +207,7 @@ func (f flushWriter) Write(p []byte) (int, error) {
 
 func nodeStatus(args []string, stdout, stderr io.Writer) int {
 	c := newNomadCmd("node status", nodeUsage, stdout, stderr)
+	stats := c.flags.Bool("stats", false, "show the node's host stats")
 	verbose := c.flags.Bool("verbose", false, "also print the node's attributes and meta")
 	if !c.parse(args, 0, 1) {
 		return exitError
@@ -201,9 +221,9 @@ func nodeStatus(args []string, stdout, stderr io.Writer) int {
 			c.out("No nodes registered\n")
 			return exitOK
 		}
-		t := newTable(stdout, "ID", "DC", "Name", "Drivers", "Eligibility", "Status")
+		t := newTable(stdout, "ID", "DC", "Name", "Drivers", "Drain", "Eligibility", "Status")
 		for _, n := range nodes {
-			t.row(short(n.ID), n.Datacenter, n.Name, strings.Join(driverNames(n), ","), n.SchedulingEligibility, n.Status)
+			t.row(short(n.ID), n.Datacenter, n.Name, strings.Join(driverNames(n), ","), strconv.FormatBool(n.Drain), n.SchedulingEligibility, n.Status)
 		}
 		t.flush()
 		return exitOK
@@ -217,8 +237,13 @@ func nodeStatus(args []string, stdout, stderr io.Writer) int {
 		return c.fail(err)
 	}
 	kv(stdout, "ID", n.ID, "Name", n.Name, "Class", orNone(n.NodeClass), "Node Pool", orNone(n.NodePool), "Datacenter", n.Datacenter, "HTTP Addr", orNone(n.HTTPAddr),
-		"Drivers", strings.Join(driverNames(n), ","), "Eligibility", n.SchedulingEligibility, "Status", n.Status,
+		"Drivers", strings.Join(driverNames(n), ","), "Drain", drainText(n), "Eligibility", n.SchedulingEligibility, "Status", n.Status,
 		"CPU", strconv.Itoa(n.Resources.CPU), "Memory MB", strconv.Itoa(n.Resources.MemoryMB))
+	if *stats {
+		if err := printNodeStats(c, id); err != nil {
+			return c.fail(err)
+		}
+	}
 	if *verbose {
 		printNodeAttributes(stdout, n)
 	}

@@ -135,15 +135,6 @@ func formatMetrics(m *api.AllocationMetric, prefix string) string {
 	return strings.Join(lines, "\n")
 }
 
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // diffMarker is the marker of a diff type and its width.
 func diffMarker(t string) (string, int) {
 	switch t {

@@ -22,6 +22,7 @@ import (
 //	    count = 3
 //	    restart { attempts = 2  interval = "30m"  delay = "15s"  mode = "fail" }
 //	    reschedule { attempts = 3  interval = "1h"  delay = "30s"  delay_function = "constant"  unlimited = false }
+//	    migrate { max_parallel = 2  health_check = "checks"  min_healthy_time = "10s"  healthy_deadline = "5m" }
 //	    task "srv" {
 //	      driver = "raw_exec"
 //	      config { command = "/bin/sleep"  args = ["3600"] }
@@ -51,13 +52,17 @@ var (
 		"progress_deadline": {"ProgressDeadline", "duration"}, "auto_revert": {"AutoRevert", "bool"},
 		"auto_promote": {"AutoPromote", "bool"}, "canary": {"Canary", "int"}, "stagger": {"Stagger", "duration"},
 	}
-	hclGroupFields   = map[string]hclField{"count": {"Count", "int"}}
+	hclGroupFields   = map[string]hclField{"count": {"Count", "int"}, "max_client_disconnect": {"MaxClientDisconnect", "duration"}}
 	hclRestartFields = map[string]hclField{
 		"attempts": {"Attempts", "int"}, "interval": {"Interval", "duration"}, "delay": {"Delay", "duration"}, "mode": {"Mode", "string"},
 	}
 	hclRescheduleFields = map[string]hclField{
 		"attempts": {"Attempts", "int"}, "interval": {"Interval", "duration"}, "delay": {"Delay", "duration"},
 		"delay_function": {"DelayFunction", "string"}, "max_delay": {"MaxDelay", "duration"}, "unlimited": {"Unlimited", "bool"},
+	}
+	hclMigrateFields = map[string]hclField{
+		"max_parallel": {"MaxParallel", "int"}, "health_check": {"HealthCheck", "string"},
+		"min_healthy_time": {"MinHealthyTime", "duration"}, "healthy_deadline": {"HealthyDeadline", "duration"},
 	}
 	hclTaskFields = map[string]hclField{
 		"driver": {"Driver", "string"}, "kill_timeout": {"KillTimeout", "duration"}, "kill_signal": {"KillSignal", "string"},
@@ -135,6 +140,10 @@ func hclJob(b *hclsyntax.Block) (map[string]any, error) {
 			if job["Reschedule"], err = hclSimpleBlock(sub, hclRescheduleFields); err != nil {
 				return nil, err
 			}
+		case "migrate":
+			if job["Migrate"], err = hclSimpleBlock(sub, hclMigrateFields); err != nil {
+				return nil, err
+			}
 		case "meta":
 			if job["Meta"], err = hclMap(sub); err != nil {
 				return nil, err
@@ -187,6 +196,10 @@ func hclGroup(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "reschedule":
 			if g["ReschedulePolicy"], err = hclSimpleBlock(sub, hclRescheduleFields); err != nil {
+				return nil, err
+			}
+		case "migrate":
+			if g["Migrate"], err = hclSimpleBlock(sub, hclMigrateFields); err != nil {
 				return nil, err
 			}
 		case "meta":

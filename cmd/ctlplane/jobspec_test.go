@@ -24,7 +24,8 @@ func TestJobRunOutputHCLMatchesJSON(t *testing.T) {
 	if !reflect.DeepEqual(fromHCL, fromJSON) {
 		t.Errorf("HCL and JSON jobs differ:\nHCL:  %s\nJSON: %s", outHCL, outJSON)
 	}
-	if !strings.Contains(outHCL, `"MinHealthyTime": 2000000000`) || !strings.Contains(outHCL, `"Driver": "raw_exec"`) {
+	if !strings.Contains(outHCL, `"MinHealthyTime": 2000000000`) || !strings.Contains(outHCL, `"Driver": "raw_exec"`) ||
+		!strings.Contains(outHCL, `"Migrate": {`) {
 		t.Errorf("-output:\n%s", outHCL)
 	}
 }

@@ -29,6 +29,7 @@ Commands:
   node       status
   system     gc: garbage-collect finished objects now
   namespace  list, apply, delete (Nomad's namespaces)
+  event      stream: print the event stream
   version    print the version
 `
 
@@ -70,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSystem(args[1:], stdout, stderr)
 	case "namespace":
 		return runNamespace(args[1:], stdout, stderr)
+	case "event":
+		return runEvent(args[1:], stdout, stderr)
 	case "version", "-version", "--version", "-v":
 		fmt.Fprintf(stdout, "ctlplane v%s\n", Version)
 		return 0

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -114,6 +116,7 @@ func (m *monitor) deployment(ctx context.Context, id string) int {
 	fmt.Fprintf(m.out, "==> %s: Monitoring deployment %q\n", stamp(), short(id))
 	var index uint64
 	var lastLine string
+	followed := false
 	for {
 		type res struct {
 			d    *api.Deployment
@@ -127,30 +130,82 @@ func (m *monitor) deployment(ctx context.Context, id string) int {
 			fmt.Fprintf(m.out, "Error: following deployment %q: %v\n", short(id), err)
 			return exitError
 		}
-		d := r.d
 		index = r.meta.LastIndex
-		done := !d.Active() || d.Status == api.DeploymentStatusBlocked
-		if m.tty {
-			m.redraw(deploymentView(d, done))
-		} else if line := progressLine(d); line != lastLine {
-			fmt.Fprintf(m.out, "    %s: %s\n", stamp(), line)
-			lastLine = line
+		if done, code := m.show(r.d, &lastLine); done {
+			return code
 		}
-		if !done {
-			continue
+		if !followed {
+			// Then its changes as the event stream sends them; blocking
+			// queries again if the stream is not served or breaks.
+			followed = true
+			last, done, code := m.followStream(ctx, r.d, index, &lastLine)
+			if done {
+				return code
+			}
+			index = max(index, last)
 		}
-		if !m.tty {
-			fmt.Fprint(m.out, deploymentView(d, true))
-		}
-		switch d.Status {
-		case api.DeploymentStatusSuccessful, api.DeploymentStatusBlocked:
-			return exitOK
-		}
-		return exitFailed
 	}
 }
 
-// redraw replaces the previous drawing (cursor up, clear to the end).
+// show prints a state of the deployment; done when it has ended, with the
+// exit code.
+func (m *monitor) show(d *api.Deployment, lastLine *string) (bool, int) {
+	done := !d.Active() || d.Status == api.DeploymentStatusBlocked
+	if m.tty {
+		m.redraw(deploymentView(d, done))
+	} else if line := progressLine(d); line != *lastLine {
+		fmt.Fprintf(m.out, "    %s: %s\n", stamp(), line)
+		*lastLine = line
+	}
+	if !done {
+		return false, 0
+	}
+	if !m.tty {
+		fmt.Fprint(m.out, deploymentView(d, true))
+	}
+	switch d.Status {
+	case api.DeploymentStatusSuccessful, api.DeploymentStatusBlocked:
+		return true, exitOK
+	}
+	return true, exitFailed
+}
+
+// followStream shows the deployment's states from the event stream, from
+// after index, until it ends (done) or the stream does (the index of the
+// last state shown, to go on from with blocking queries).
+func (m *monitor) followStream(ctx context.Context, d *api.Deployment, index uint64, lastLine *string) (uint64, bool, int) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	params := url.Values{"topic": {"Deployment:" + d.ID}, "namespace": {d.Namespace}, "index": {strconv.FormatUint(index+1, 10)}}
+	s, err := m.api.EventStream(ctx, params)
+	if err != nil {
+		return index, false, 0
+	}
+	defer s.Close()
+	if s.Truncated {
+		return index, false, 0 // changes were dropped: read the deployment again
+	}
+	for {
+		b, err := s.Next()
+		if err != nil {
+			return index, false, 0
+		}
+		for _, e := range b.Events {
+			if e.Topic != "Deployment" || e.Key != d.ID {
+				continue
+			}
+			var next api.Deployment
+			if err := json.Unmarshal(e.Payload["Deployment"], &next); err != nil {
+				return index, false, 0
+			}
+			if done, code := m.show(&next, lastLine); done {
+				return b.Index, true, code
+			}
+		}
+		index = b.Index
+	}
+}
+
 func (m *monitor) redraw(s string) {
 	if m.drawn > 0 {
 		fmt.Fprintf(m.out, "\x1b[%dA\x1b[J", m.drawn)

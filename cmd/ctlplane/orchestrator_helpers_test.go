@@ -220,7 +220,14 @@ type clientAgent struct {
 
 var clientStartedRE = regexp.MustCompile(`client agent started: .*node_id=([0-9a-f-]+)`)
 
+// startClientAgent starts a client agent with raw_exec enabled.
 func startClientAgent(t *testing.T, args ...string) *clientAgent {
+	t.Helper()
+	return startClientAgentArgs(t, append([]string{"-enable-raw-exec"}, args...)...)
+}
+
+// startClientAgentArgs starts `agent -client args...`.
+func startClientAgentArgs(t *testing.T, args ...string) *clientAgent {
 	t.Helper()
 	p := startProc(t, append([]string{"agent", "-client"}, args...)...)
 	t.Cleanup(func() {

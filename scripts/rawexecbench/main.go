@@ -6,7 +6,7 @@
 // and replaced by the scheduler when its policy allows no restart).
 //
 //	ctlplane agent -dev -dev-nodes=0 -http-addr=127.0.0.1:8500 &
-//	ctlplane agent -client -servers=127.0.0.1:8500 -data-dir=/tmp/c1 -node=c1 &
+//	ctlplane agent -client -enable-raw-exec -servers=127.0.0.1:8500 -data-dir=/tmp/c1 -node=c1 &
 //	go run ./scripts/rawexecbench -address=http://127.0.0.1:8500 -client-pid=$!
 package main
 

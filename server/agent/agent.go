@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/ctlplane/ctlplane/client"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/evals"
@@ -30,7 +31,13 @@ type Agent struct {
 	wg     sync.WaitGroup
 	// devDataDir is the dev client's temporary data directory.
 	devDataDir string
+	// devNodes are the simulated client nodes (DevNodes > 1).
+	devNodes []*client.Client
 }
+
+// DevNodes are the simulated client nodes of a dev agent started with
+// more than one (tests cut them off with SetPartitioned).
+func (a *Agent) DevNodes() []*client.Client { return a.devNodes }
 
 // New starts the server and its services and serves the HTTP API.
 func New(cfg *server.Config) (*Agent, error) {
@@ -43,7 +50,9 @@ func New(cfg *server.Config) (*Agent, error) {
 	a := &Agent{Server: srv, Config: cfg}
 	deps := svc.Deps{State: srv.State, Raft: srv, Now: cfg.Now, Logger: cfg.Logger}
 	services := a.wire(deps)
-	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, services)); err != nil {
+	h := ctlhttp.New(srv, cfg.Logger, services)
+	h.SetEventStream(cfg.EventHeartbeat, cfg.EventWriteTimeout)
+	if err := srv.Serve(h); err != nil {
 		srv.Shutdown()
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/deployments"
+	"github.com/ctlplane/ctlplane/server/drainer"
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/jobs"
@@ -44,6 +45,9 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	nodeSvc := nodes.New(deps, nodes.Config{HeartbeatTTL: a.Config.HeartbeatTTL, MaxNodes: a.Config.MaxNodes})
 	a.AddLeaderRoutine("node-heartbeats", nodeSvc.RunHeartbeats)
 
+	nodeDrainer := drainer.New(deps)
+	a.AddLeaderRoutineErr("node-drainer", nodeDrainer.Run)
+
 	a.GC = gc.New(deps, gc.Config{
 		Interval:            a.Config.GCInterval,
 		EvalThreshold:       a.Config.EvalGCThreshold,
@@ -57,9 +61,10 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 	return ctlhttp.Services{
 		System:      a.GC,
 		ACL:         aclSvc,
-		Jobs:        jobs.New(deps),
+		Jobs:        jobs.New(deps, jobs.MaxJobAllocs(a.Config.MaxJobAllocs)),
 		Deployments: deployments.New(deps),
 		Nodes:       nodeSvc,
+		NodeDrain:   nodeSvc,
 		Namespaces:  namespaces.New(deps),
 	}
 }
@@ -116,7 +121,8 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 		}()
 		return nil
 	}
-	_, err := client.StartPool(ctx, n, base, &a.wg)
+	nodes, err := client.StartPool(ctx, n, base, &a.wg)
+	a.devNodes = nodes
 	return err
 }
 

@@ -59,6 +59,23 @@ func reschedulePolicy(blocks ...*RescheduleSpec) *state.ReschedulePolicy {
 	return p
 }
 
+// migrateStrategy is the default, overridden field by field by the job's
+// block, then the group's (Nomad's api.TaskGroup.Canonicalize: a service
+// group always has one).
+func migrateStrategy(blocks ...*MigrateSpec) *state.MigrateStrategy {
+	m := state.DefaultMigrateStrategy()
+	for _, b := range blocks {
+		if b == nil {
+			continue
+		}
+		m.MaxParallel = num(b.MaxParallel, m.MaxParallel)
+		m.HealthCheck = str(b.HealthCheck, m.HealthCheck)
+		m.MinHealthyTime = num(b.MinHealthyTime, m.MinHealthyTime)
+		m.HealthyDeadline = num(b.HealthyDeadline, m.HealthyDeadline)
+	}
+	return m
+}
+
 // Canonicalize fills in Nomad's defaults: ns is the namespace of a job
 // that names none (the request's). Groups inherit the job's update block,
 // merged field by field with their own.
@@ -106,6 +123,7 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 		}
 		tg := canonicalGroup(g, jobUpdate)
 		tg.ReschedulePolicy = reschedulePolicy(spec.Reschedule, g.ReschedulePolicy)
+		tg.Migrate = migrateStrategy(spec.Migrate, g.Migrate)
 		job.TaskGroups = append(job.TaskGroups, tg)
 	}
 	return job
@@ -137,6 +155,10 @@ func canonicalGroup(g *GroupSpec, jobUpdate *UpdateSpec) *state.TaskGroup {
 		rp.Mode = str(r.Mode, rp.Mode)
 	}
 	tg.RestartPolicy = rp
+	if g.MaxClientDisconnect != nil {
+		d := *g.MaxClientDisconnect
+		tg.MaxClientDisconnect = &d
+	}
 	for _, t := range g.Tasks {
 		if t == nil {
 			t = &TaskSpec{}

@@ -26,6 +26,7 @@ func TestParseDefaults(t *testing.T) {
 			Name: "g", Count: 1, Update: DefaultUpdateStrategy(),
 			RestartPolicy:    &state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"},
 			ReschedulePolicy: &state.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true},
+			Migrate:          &state.MigrateStrategy{MaxParallel: 1, HealthCheck: "checks", MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute},
 			Tasks: []*state.Task{{
 				Name: "t", Driver: "mock_driver", KillTimeout: 5 * time.Second,
 				Resources: &state.Resources{CPU: 100, MemoryMB: 300},
@@ -159,6 +160,7 @@ func TestParseErrors(t *testing.T) {
 		{update(`{"HealthyDeadline":30000000000,"ProgressDeadline":20000000000}`), tg + "Healthy deadline must be less than progress deadline: 30s > 20s"},
 		{update(`{"Stagger":0}`), tg + "Stagger must be greater than zero: 0s"},
 		{update(`{"MinHealthyTime":1000000000,"HealthyDeadline":3000000000,"ProgressDeadline":4000000000}`), tg + "KillTimout (5s) longer than the group's ProgressDeadline (4s)"},
+		{group(`,"MaxClientDisconnect":-1`), tg + "max_client_disconnect cannot be negative"},
 		{group(`,"RestartPolicy":{"Mode":"sometimes"}`), tg + `Unsupported restart mode: "sometimes"`},
 		{group(`,"RestartPolicy":{"Mode":"delay","Attempts":0}`), tg + `Restart policy "delay" with 0 attempts is ambiguous`},
 		{group(`,"RestartPolicy":{"Interval":1000000000,"Attempts":0}`), tg + "Interval can not be less than 5s (got 1s)"},

@@ -18,10 +18,47 @@ import (
 // Service performs job operations.
 type Service struct {
 	deps svc.Deps
+	// maxAllocs caps a job's allocations (the sum of its groups' Count).
+	maxAllocs int
+}
+
+// DefaultMaxJobAllocs is the default cap on a job's total allocations.
+const DefaultMaxJobAllocs = 10000
+
+// Option configures the service.
+type Option func(*Service)
+
+// MaxJobAllocs caps the sum of a job's task groups' Count (n <= 0: the
+// default).
+func MaxJobAllocs(n int) Option {
+	return func(s *Service) {
+		if n > 0 {
+			s.maxAllocs = n
+		}
+	}
 }
 
 // New returns the jobs service.
-func New(deps svc.Deps) *Service { return &Service{deps: deps} }
+func New(deps svc.Deps, opts ...Option) *Service {
+	s := &Service{deps: deps, maxAllocs: DefaultMaxJobAllocs}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// checkTotalAllocs refuses a job asking for more allocations in all than
+// the cap: one small job could otherwise ask for a million.
+func (s *Service) checkTotalAllocs(job *state.Job) error {
+	total := 0
+	for _, tg := range job.TaskGroups {
+		total += tg.Count
+	}
+	if total > s.maxAllocs {
+		return invalid("Job asks for %d allocations in all (the sum of its task groups' Count): at most %d are allowed (server flag -max-job-allocs)", total, s.maxAllocs)
+	}
+	return nil
+}
 
 // Parse decodes a job in Nomad's JSON job format (the value of the request
 // body's "Job" key), fills in Nomad's defaults and validates it. ns is the
@@ -73,6 +110,9 @@ func (s *Service) Register(caller acl.Caller, job *state.Job, opts state.JobRegi
 		if opts.PreserveCounts && cur != nil {
 			preserveCounts(job, cur)
 		}
+	}
+	if err := s.checkTotalAllocs(job); err != nil {
+		return nil, err
 	}
 	return s.register(job, state.EvalTriggerJobRegister, opts.EvalPriority)
 }

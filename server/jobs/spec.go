@@ -51,6 +51,8 @@ type JobSpec struct {
 	Stop        *bool
 	// Reschedule is the job's reschedule block, merged into every group's.
 	Reschedule *RescheduleSpec
+	// Migrate is the job's migrate block, merged into every group's.
+	Migrate *MigrateSpec
 
 	Constraints []*ConstraintSpec
 	Affinities  []*AffinitySpec
@@ -60,7 +62,6 @@ type JobSpec struct {
 	NodePool                 Unsupported
 	Periodic                 Unsupported
 	ParameterizedJob         Unsupported
-	Migrate                  Unsupported
 	UI                       Unsupported
 	ParentID                 Unsupported
 	Dispatched               Unsupported
@@ -119,22 +120,24 @@ type GroupSpec struct {
 	Update           *UpdateSpec
 	RestartPolicy    *RestartSpec
 	ReschedulePolicy *RescheduleSpec
-	Meta             map[string]string
-	Tasks            []*TaskSpec
-	Constraints      []*ConstraintSpec
-	Affinities       []*AffinitySpec
-	Spreads          []*SpreadSpec
+	Migrate          *MigrateSpec
+	// MaxClientDisconnect: how long allocations on a disconnected node
+	// stay unknown before they are lost (nil: lost at once).
+	MaxClientDisconnect *time.Duration
+	Meta                map[string]string
+	Tasks               []*TaskSpec
+	Constraints         []*ConstraintSpec
+	Affinities          []*AffinitySpec
+	Spreads             []*SpreadSpec
 
 	Volumes                   Unsupported
 	Disconnect                Unsupported
 	EphemeralDisk             Unsupported
-	Migrate                   Unsupported
 	Networks                  Unsupported
 	Services                  Unsupported
 	ShutdownDelay             Unsupported
 	MaxRunDuration            Unsupported
 	StopAfterClientDisconnect Unsupported
-	MaxClientDisconnect       Unsupported
 	Scaling                   Unsupported
 	Consul                    Unsupported
 	PreventRescheduleOnLost   Unsupported
@@ -149,6 +152,15 @@ type RescheduleSpec struct {
 	DelayFunction *string
 	MaxDelay      *time.Duration
 	Unlimited     *bool
+}
+
+// MigrateSpec is a migrate block; nil fields take the job's, then the
+// defaults.
+type MigrateSpec struct {
+	MaxParallel     *int
+	HealthCheck     *string
+	MinHealthyTime  *time.Duration
+	HealthyDeadline *time.Duration
 }
 
 // RestartSpec is a restart block; nil fields take the defaults.
@@ -264,7 +276,6 @@ func DecodeSpec(raw []byte) (*JobSpec, error) {
 // ctlplane does, so they count as unset.
 var nomadDefaults = map[string]map[string]any{
 	"EphemeralDisk": {"SizeMB": 300.0},
-	"Migrate":       {"MaxParallel": 1.0, "HealthCheck": "checks", "MinHealthyTime": 10e9, "HealthyDeadline": 300e9},
 	"LogConfig":     {"MaxFiles": 10.0, "MaxFileSizeMB": 10.0},
 }
 

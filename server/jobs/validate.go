@@ -120,6 +120,7 @@ func validateGroup(tg *state.TaskGroup) []string {
 	} else if len(tg.Name) > MaxNameLength {
 		errs.add("Task group name is %d characters long: at most %d are allowed", len(tg.Name), MaxNameLength)
 	}
+	checkPathName(&errs, "Task group", tg.Name)
 	if tg.Count < 0 {
 		errs.add("Task group count can't be negative")
 	} else if tg.Count > MaxCount {
@@ -147,6 +148,12 @@ func validateGroup(tg *state.TaskGroup) []string {
 	}
 	if tg.Update != nil {
 		errs = append(errs, ValidateUpdate(tg.Update)...)
+	}
+	if tg.MaxClientDisconnect != nil && *tg.MaxClientDisconnect < 0 {
+		errs.add("max_client_disconnect cannot be negative")
+	}
+	if tg.Migrate != nil {
+		errs = append(errs, ValidateMigrate(tg.Migrate)...)
 	}
 	seen := map[string]int{}
 	for i, t := range tg.Tasks {
@@ -241,9 +248,7 @@ func validateTask(t *state.Task) []string {
 	} else if len(t.Name) > MaxNameLength {
 		errs.add("Task name is %d characters long: at most %d are allowed", len(t.Name), MaxNameLength)
 	}
-	if strings.ContainsAny(t.Name, `/\`) {
-		errs.add("Task name cannot include slashes")
-	}
+	checkPathName(&errs, "Task", t.Name)
 	if t.Driver == "" {
 		errs.add("Missing task driver")
 	} else if len(t.Driver) > MaxDriverLength {
@@ -370,6 +375,20 @@ func (l errList) err() error {
 }
 
 // invalid is a 400: the request is malformed or fails validation.
+// checkPathName refuses names that are not one plain path element: a
+// task's name is its directory in the allocation directory ("." or ".."
+// would make it the shared alloc dir or its parent).
+func checkPathName(errs *errList, what, name string) {
+	switch {
+	case strings.ContainsAny(name, `/\`):
+		errs.add("%s name cannot include slashes", what) // Nomad's text
+	case strings.Contains(name, "\x00"):
+		errs.add("%s name cannot include null characters", what)
+	case name == "." || name == "..":
+		errs.add("%s name cannot be %q: it must not be a relative directory name", what, name)
+	}
+}
+
 func invalid(format string, args ...any) error {
 	return &state.Error{Code: state.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }

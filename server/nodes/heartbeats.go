@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/state"
 )
 
@@ -25,8 +24,8 @@ type nodeTimer struct {
 
 // RunHeartbeats is a leader routine: while ctx lives (this server leads),
 // every node that is not down must heartbeat within the TTL or is marked
-// down (its live allocations lost, one node-update evaluation per affected
-// job, in one Raft entry). Nodes known at the start get TTL + grace, since
+// disconnected or down (one node-update evaluation per affected job, in one
+// Raft entry; see heartbeatMissed). Nodes known at the start get TTL + grace, since
 // their heartbeats went to the previous leader.
 func (s *Service) RunHeartbeats(ctx context.Context) {
 	hb := &heartbeats{ctx: ctx, timers: map[string]*nodeTimer{}}
@@ -97,7 +96,10 @@ func (s *Service) TrackedNodes() int {
 	return len(s.hb.timers)
 }
 
-// expire marks a node down when its timer nt is still the current one.
+// expire handles a missed heartbeat when the node's timer nt is still the
+// current one. A node that stays disconnected keeps a timer: each TTL it is
+// checked again, and goes down once none of its allocations may outlive the
+// disconnect any more (Nomad's heartbeater).
 func (s *Service) expire(hb *heartbeats, nodeID string, nt *nodeTimer) {
 	s.mu.Lock()
 	current := s.hb == hb && hb.timers[nodeID] == nt && hb.ctx.Err() == nil
@@ -108,42 +110,17 @@ func (s *Service) expire(hb *heartbeats, nodeID string, nt *nodeTimer) {
 	if !current {
 		return
 	}
-	if err := s.markDown(nodeID); err != nil {
-		s.deps.Logger.Error("heartbeats: marking node down failed", "node", nodeID, "error", err)
-	}
-}
-
-// markDown writes the node's down status with a node-update evaluation for
-// every job that has a live allocation on it.
-func (s *Service) markDown(nodeID string) error {
-	store := s.deps.State()
-	_, n, err := store.Node(nil, nodeID)
-	if err != nil || n == nil || n.Status == state.NodeStatusDown {
-		return err
-	}
-	_, allocs, err := store.AllocsByNode(nil, nodeID)
+	status, err := s.heartbeatMissed(nodeID)
 	if err != nil {
-		return err
+		s.deps.Logger.Error("heartbeats: updating a silent node failed", "node", nodeID, "error", err)
 	}
-	now := s.deps.Now()
-	seen := map[[2]string]bool{}
-	var evals []*state.Evaluation
-	for _, a := range allocs {
-		k := [2]string{a.Namespace, a.JobID}
-		if a.ClientTerminalStatus() || seen[k] {
-			continue
+	// A disconnected node is checked again after a TTL; so is one whose
+	// update failed.
+	if status == state.NodeStatusDisconnected || err != nil {
+		s.mu.Lock()
+		if s.hb == hb && hb.timers[nodeID] == nil && hb.ctx.Err() == nil {
+			s.armLocked(hb, nodeID, s.ttl)
 		}
-		seen[k] = true
-		_, job, err := store.Job(nil, a.Namespace, a.JobID)
-		if err != nil {
-			return err
-		}
-		if job != nil {
-			evals = append(evals, newEval(job, state.EvalTriggerNodeUpdate, nodeID, now))
-		}
+		s.mu.Unlock()
 	}
-	s.deps.Logger.Warn("node missed its heartbeat, marking it down", "node", nodeID, "name", n.Name, "jobs", len(evals))
-	req := &fsm.NodeStatusRequest{NodeID: nodeID, Status: state.NodeStatusDown, Description: heartbeatMissed, Evals: evals, Now: now.UnixNano()}
-	_, err = fsm.Apply(s.deps.Raft, fsm.NodeStatus, req)
-	return err
 }

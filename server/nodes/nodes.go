@@ -173,8 +173,7 @@ func (s *Service) Heartbeat(c Caller, nodeID string) (time.Duration, uint64, err
 		return 0, 0, err
 	}
 	if n.Status != state.NodeStatusReady {
-		req := &fsm.NodeStatusRequest{NodeID: nodeID, Status: state.NodeStatusReady, Now: s.deps.NowNanos()}
-		if _, err := fsm.Apply(s.deps.Raft, fsm.NodeStatus, req); err != nil {
+		if err := s.markReady(nodeID); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -273,7 +272,8 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 			continue
 		}
 		keep = append(keep, u)
-		if !needsReplacement(a, u.ClientStatus) || jobs[[2]string{a.Namespace, a.JobID}] {
+		trigger := evalTrigger(a, u.ClientStatus)
+		if trigger == "" || jobs[[2]string{a.Namespace, a.JobID}] {
 			continue
 		}
 		_, job, err := store.Job(nil, a.Namespace, a.JobID)
@@ -284,7 +284,7 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 			continue
 		}
 		jobs[[2]string{a.Namespace, a.JobID}] = true
-		evals = append(evals, newEval(job, state.EvalTriggerRetryFailedAlloc, nodeID, now))
+		evals = append(evals, newEval(job, trigger, nodeID, now))
 	}
 	if len(keep) == 0 {
 		return store.AllocsIndex(), nil

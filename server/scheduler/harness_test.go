@@ -325,11 +325,11 @@ var yes, no = ptr(true), ptr(false)
 func ptr[T any](v T) *T { return &v }
 
 // healthy marks every live allocation of the job that has no health yet
-// running and healthy.
+// running and healthy (not an unknown one: its node is cut off).
 func (h *harness) healthy(jobID string) int {
 	var todo []*state.Allocation
 	for _, a := range h.live(jobID) {
-		if a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil {
+		if (a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil) && a.ClientStatus != state.AllocClientStatusUnknown {
 			todo = append(todo, a)
 		}
 	}

@@ -32,6 +32,7 @@ func baseInplaceJob() *state.Job {
 			Update:           &state.UpdateStrategy{MaxParallel: 1, HealthCheck: state.UpdateHealthChecks, MinHealthyTime: time.Second, HealthyDeadline: time.Minute, ProgressDeadline: 10 * time.Minute},
 			RestartPolicy:    &state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"},
 			ReschedulePolicy: &state.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true},
+			Migrate:          &state.MigrateStrategy{MaxParallel: 1, HealthCheck: state.MigrateHealthChecks, MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute},
 			Meta:             map[string]string{"tier": "front"},
 			Tasks: []*state.Task{{
 				Name: "app", Driver: "mock_driver",
@@ -141,6 +142,8 @@ func inplaceCases() []inplaceCase {
 		{[]string{"TaskGroup.Update"}, "group update block added or removed is applied in place (Nomad never compares it)", func(j *state.Job) { group(j).Update = nil }, false},
 		{[]string{"TaskGroup.RestartPolicy"}, "group restart policy removed is applied in place (Nomad compares only render_templates, which we do not have)", func(j *state.Job) { group(j).RestartPolicy = nil }, false},
 		{[]string{"TaskGroup.ReschedulePolicy"}, "group reschedule policy removed is applied in place (the scheduler reads it; tasks never see it)", func(j *state.Job) { group(j).ReschedulePolicy = nil }, false},
+		{[]string{"TaskGroup.Migrate"}, "group migrate block removed is applied in place (the drainer reads it; tasks never see it)", func(j *state.Job) { group(j).Migrate = nil }, false},
+		{[]string{"TaskGroup.MaxClientDisconnect"}, "group max_client_disconnect is applied in place (the scheduler reads it; tasks never see it)", func(j *state.Job) { d := time.Minute; group(j).MaxClientDisconnect = &d }, false},
 		{[]string{"TaskGroup.Meta"}, "group Meta is part of every task's combined meta (CombinedTaskMeta): destructive", func(j *state.Job) { group(j).Meta["tier"] = "back" }, true},
 		{[]string{"TaskGroup.Meta"}, "group Meta key added is destructive", func(j *state.Job) { group(j).Meta["zone"] = "a" }, true},
 		{[]string{"TaskGroup.Tasks"}, "group Tasks: a task added changes the number of tasks (destructive)", func(j *state.Job) {
@@ -197,6 +200,9 @@ func inplaceCases() []inplaceCase {
 	cases = append(cases, changeEveryField("ReschedulePolicy", state.ReschedulePolicy{},
 		func(j *state.Job) reflect.Value { return reflect.ValueOf(group(j).ReschedulePolicy).Elem() }, false,
 		"every field of the reschedule policy is applied in place (Nomad never compares it)")...)
+	cases = append(cases, changeEveryField("MigrateStrategy", state.MigrateStrategy{},
+		func(j *state.Job) reflect.Value { return reflect.ValueOf(group(j).Migrate).Elem() }, false,
+		"every field of the migrate block is applied in place (Nomad's tasksUpdated never compares it)")...)
 	cases = append(cases, changeEveryField("RestartPolicy", state.RestartPolicy{},
 		func(j *state.Job) reflect.Value { return reflect.ValueOf(group(j).RestartPolicy).Elem() }, false,
 		"every field of the restart policy is applied in place (the client restarts by the new one)")...)

@@ -40,13 +40,49 @@ func TestRolloutInvariantsProperty(t *testing.T) {
 type propJob struct {
 	spec, count, maxParallel, canary int
 	auto                             bool
+	// mcd: the group has max_client_disconnect (nodes may disconnect).
+	mcd bool
 	// killTimeout changes make in-place versions.
 	killTimeout time.Duration
 }
 
 func (p propJob) job() *state.Job {
-	return testJob("web", p.count, withMaxParallel(p.maxParallel), withCanary(p.canary, p.auto), withSpec(fmt.Sprint(p.spec)),
-		func(j *state.Job) { j.TaskGroups[0].Tasks[0].KillTimeout = p.killTimeout })
+	opts := []jobOpt{withMaxParallel(p.maxParallel), withCanary(p.canary, p.auto), withSpec(fmt.Sprint(p.spec)),
+		func(j *state.Job) { j.TaskGroups[0].Tasks[0].KillTimeout = p.killTimeout }}
+	if p.mcd {
+		opts = append(opts, withMaxClientDisconnect(time.Minute))
+	}
+	return testJob("web", p.count, opts...)
+}
+
+// reachable are the live allocations whose client can report (not unknown:
+// their node is cut off).
+func reachable(as []*state.Allocation) []*state.Allocation {
+	var out []*state.Allocation
+	for _, a := range as {
+		if a.ClientStatus != state.AllocClientStatusUnknown {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// reconnect brings a disconnected node back: ready, its node-update
+// evaluation, its client's report of what it still runs, the reconnect
+// evaluation.
+func (h *harness) reconnect(nodeID string) {
+	h.nodeStatus(nodeID, state.NodeStatusReady)
+	h.run("web", state.EvalTriggerNodeUpdate)
+	var back []*state.Allocation
+	for _, a := range h.live("web") {
+		if a.NodeID == nodeID && a.ClientStatus == state.AllocClientStatusUnknown {
+			back = append(back, a)
+		}
+	}
+	if len(back) > 0 {
+		h.report(back, state.AllocClientStatusRunning, nil)
+		h.run("web", state.EvalTriggerReconnect)
+	}
 }
 
 func runProperty(t *testing.T, seed int64, steps int) {
@@ -61,8 +97,9 @@ func runProperty(t *testing.T, seed int64, steps int) {
 	for i := range 5 {
 		h.node(fmt.Sprintf("n%d", i), "dc1", 500, 0)
 	}
-	pj := propJob{count: 3, maxParallel: 1 + rng.Intn(3), canary: rng.Intn(2), auto: rng.Intn(2) == 0}
+	pj := propJob{count: 3, maxParallel: 1 + rng.Intn(3), canary: rng.Intn(2), auto: rng.Intn(2) == 0, mcd: seed%2 == 0}
 	h.process(h.register(pj.job()))
+	away := map[string]bool{} // disconnected nodes
 
 	for step := 0; step < steps; step++ {
 		d := h.latest("web")
@@ -105,6 +142,37 @@ func runProperty(t *testing.T, seed int64, steps int) {
 				pj.maxParallel = stable.TaskGroups[0].Update.MaxParallel
 				h.process(h.register(stable.Copy()))
 			}
+		case k == 4 && rng.Intn(3) == 0: // an operator drains a node (the drainer marks what runs there); a new one joins
+			live := reachable(h.live("web"))
+			if len(live) == 0 {
+				continue
+			}
+			victim := live[rng.Intn(len(live))].NodeID
+			if _, n, _ := h.store.Node(nil, victim); n == nil || n.Status != state.NodeStatusReady || n.DrainStrategy != nil {
+				continue
+			}
+			// As the drainer (Nomad's handleTaskGroup): at most healthy −
+			// (Count − MaxParallel) at a time.
+			healthy := 0
+			for _, a := range live {
+				if a.DeploymentStatus.IsHealthy() && !a.DesiredTransition.ShouldMigrate() {
+					healthy++
+				}
+			}
+			room := healthy - (pj.count - pj.maxParallel)
+			var marked []*state.Allocation
+			for _, a := range live {
+				if a.NodeID == victim && len(marked) < room && !a.DesiredTransition.ShouldMigrate() {
+					marked = append(marked, a)
+				}
+			}
+			if len(marked) == 0 {
+				continue
+			}
+			log = append(log, fmt.Sprintf("drain %d", len(marked)))
+			h.node(fmt.Sprintf("n%d", 100+step), "dc1", 500, 0)
+			h.drain(victim, marked...)
+			h.run("web", state.EvalTriggerNodeDrain)
 		case k == 4: // a node dies; a new one joins
 			live := h.live("web")
 			if len(live) == 0 {
@@ -122,12 +190,32 @@ func runProperty(t *testing.T, seed int64, steps int) {
 				h.promote(d.ID)
 				h.run("web", state.EvalTriggerDeploymentWatcher)
 			}
+		case k == 7 && pj.mcd && rng.Intn(2) == 0: // a node disconnects
+			live := reachable(h.live("web"))
+			if len(live) == 0 {
+				continue
+			}
+			victim := live[rng.Intn(len(live))].NodeID
+			if _, n, _ := h.store.Node(nil, victim); n == nil || n.Status != state.NodeStatusReady {
+				continue
+			}
+			log = append(log, "node disconnected")
+			away[victim] = true
+			h.nodeStatus(victim, state.NodeStatusDisconnected)
+			h.run("web", state.EvalTriggerNodeUpdate)
+		case k == 7 && len(away) > 0: // a disconnected node comes back
+			for id := range away {
+				log = append(log, "node reconnected")
+				delete(away, id)
+				h.reconnect(id)
+				break
+			}
 		case k == 7 && rng.Intn(2) == 0: // a new version updated in place
 			pj.killTimeout += time.Second
 			log = append(log, fmt.Sprintf("in-place kill_timeout=%v", pj.killTimeout))
 			h.process(h.register(pj.job()))
 		case k == 6: // an allocation fails on its client
-			live := h.live("web")
+			live := reachable(h.live("web"))
 			if len(live) == 0 {
 				continue
 			}
@@ -143,7 +231,7 @@ func runProperty(t *testing.T, seed int64, steps int) {
 			h.runDue("web")
 		default: // clients report health of some allocations; the watcher reacts
 			var some []*state.Allocation
-			for _, a := range h.live("web") {
+			for _, a := range reachable(h.live("web")) {
 				if (a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil) && rng.Intn(2) == 0 {
 					some = append(some, a)
 				}
@@ -151,6 +239,13 @@ func runProperty(t *testing.T, seed int64, steps int) {
 			log = append(log, fmt.Sprintf("healthy %d", len(some)))
 			h.report(some, state.AllocClientStatusRunning, yes)
 			h.run("web", state.EvalTriggerDeploymentWatcher)
+		}
+	}
+	// Half the disconnected nodes come back; the others stay away past
+	// max_client_disconnect (converge runs the timeouts).
+	for id := range away {
+		if rng.Intn(2) == 0 {
+			h.reconnect(id)
 		}
 	}
 	converge(h, &pj, fail)
@@ -250,8 +345,9 @@ func checkInvariants(h *harness, p *state.Plan, before *state.Store, fail func(s
 				live = append(live, a)
 			}
 		}
-		if len(live) > tg.Count+tg.Update.Canary {
-			fail("group %s runs %d allocations, count %d canary %d", tg.Name, len(live), tg.Count, tg.Update.Canary)
+		// Unknown allocations run beside their replacements (Nomad's).
+		if n := len(reachable(live)); n > tg.Count+tg.Update.Canary {
+			fail("group %s runs %d allocations, count %d canary %d", tg.Name, n, tg.Count, tg.Update.Canary)
 		}
 		if dep == nil {
 			continue

@@ -14,6 +14,7 @@ const (
 	allocUpdating    = "alloc is being updated due to job update"
 	allocLost        = "alloc is lost since its node is down"
 	allocRescheduled = "alloc was rescheduled because it failed"
+	allocMigrating   = state.AllocDescMigrating
 )
 
 // result is one computed plan and what the evaluation reports about it.
@@ -73,11 +74,21 @@ type groupState struct {
 	// the ones to replace once their delay has passed.
 	rescheduled map[string]bool
 	later       []delayedReschedule
-	missing     int
-	hadRunning  bool
+	// migrate are the live allocations a drain marked to move
+	// (DesiredTransition.Migrate): they count toward Count until replaced.
+	migrate []*state.Allocation
+	// disconnecting become unknown in this plan (their node disconnected).
+	disconnecting []*state.Allocation
+	missing       int
+	hadRunning    bool
 
 	placed, queued int
 	requireCanary  bool
+	// migrated counts the migrations this plan places; names and
+	// placedNames keep two placements of one plan off one name.
+	migrated    int
+	names       *nameIndex
+	placedNames map[int]bool
 }
 
 // compute reconciles the evaluation's job with snap and returns the plan.
@@ -168,6 +179,10 @@ func compute(snap State, eval *state.Evaluation, usage UsageSource, now time.Tim
 	for _, gs := range groups {
 		r.reconcileGroup(gs)
 	}
+	for _, gs := range groups {
+		r.markDisconnected(gs.disconnecting)
+	}
+	r.dropStoppedClientStates()
 	r.finishDeployment(groups)
 	if r.deployment != nil {
 		r.res.deploymentID = r.deployment.ID
@@ -230,7 +245,7 @@ func (r *reconciler) stop(a *state.Allocation, desc, clientStatus string) {
 // addStop records the stop only (its resources were already released).
 func (r *reconciler) addStop(a *state.Allocation, desc, clientStatus string) {
 	r.stopped[a.ID] = true
-	if desc != allocUpdating { // a destructive update counts as such
+	if desc != allocUpdating && desc != allocMigrating { // counted as such
 		r.desired(a.TaskGroup).Stop++
 	}
 	r.res.plan.Stops = append(r.res.plan.Stops, &state.AllocStop{AllocID: a.ID, DesiredDescription: desc, ClientStatus: clientStatus})
@@ -247,11 +262,11 @@ func (r *reconciler) desired(group string) *state.DesiredUpdates {
 	return d
 }
 
-// tainted says whether the allocation's node is gone or down (its live
-// allocations are lost).
+// tainted says whether the allocation's node is gone, down or
+// disconnected (what runs there is lost, unless taintOf says otherwise).
 func (r *reconciler) tainted(nodeID string) bool {
 	n := r.nodes[nodeID]
-	return n == nil || n.Status == state.NodeStatusDown
+	return n == nil || n.Status == state.NodeStatusDown || n.Status == state.NodeStatusDisconnected
 }
 
 // stillFits says whether the allocation's node is still in the job's
@@ -312,10 +327,38 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 	}
 	canaryState := gs.dstate != nil && gs.dstate.DesiredCanaries > 0 && !gs.dstate.Promoted
 
+	r.reconcileReconnecting(allocs, canaryIDs)
 	var live []*state.Allocation
 	for _, a := range allocs {
 		if a.JobVersion == r.job.Version {
 			gs.hadRunning = true
+		}
+		if r.stopped[a.ID] {
+			continue // a reconnect decided its fate
+		}
+		if !canaryIDs[a.ID] && a.DesiredStatus == state.AllocDesiredStatusRun && !a.ClientTerminalStatus() {
+			switch r.taintOf(a) {
+			case taintLost:
+				r.stop(a, allocLost, state.AllocClientStatusLost)
+				gs.addDonor(a, "")
+				continue
+			case taintDisconnecting:
+				// Unknown from now on; replaced at once when its policy
+				// allows, else it keeps its place in the group.
+				gs.disconnecting = append(gs.disconnecting, a)
+				if r.replaceDisconnected(a) {
+					gs.addDonor(a, "")
+					gs.rescheduled[a.ID] = true
+					continue
+				}
+				live = append(live, a)
+				continue
+			case taintUnknown:
+				if !replaced(a, allocs) {
+					live = append(live, a)
+				}
+				continue
+			}
 		}
 		failed := a.ClientStatus == state.AllocClientStatusFailed
 		if failed && a.DesiredStatus == state.AllocDesiredStatusRun {
@@ -371,6 +414,13 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 			r.stop(a, allocLost, state.AllocClientStatusLost)
 			gs.addDonor(a, "")
 			continue
+		case a.DesiredTransition.ShouldMigrate() && !(canaryIDs[a.ID] && canaryState) &&
+			!(a.DeploymentStatus != nil && a.DeploymentStatus.Canary && !canaryIDs[a.ID]):
+			// On any node, as Nomad's filterByTainted; a canary awaiting
+			// promotion stays one until then, and a canary of an older
+			// deployment is stopped below rather than moved.
+			gs.migrate = append(gs.migrate, a)
+			continue
 		case canaryIDs[a.ID]:
 			gs.canaries = append(gs.canaries, a)
 			continue
@@ -398,14 +448,34 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 			kept = append(kept, a)
 		}
 		live = kept
+		// An old allocation a drain marked goes the same way: migrating
+		// it would place a second allocation under the canary's name.
+		moving := gs.migrate[:0]
+		for _, a := range gs.migrate {
+			if a.JobVersion != r.job.Version && names[a.Name] {
+				r.stop(a, allocNotNeeded, "")
+				continue
+			}
+			moving = append(moving, a)
+		}
+		gs.migrate = moving
 	}
 	counted := live
 	if !canaryState {
 		counted = append(counted, gs.canaries...)
 	}
 
+	// Migrating allocations count toward Count; beyond it they just stop.
+	keep := tg.Count - len(gs.migrate)
+	if keep < 0 {
+		byIndex(gs.migrate)
+		for _, a := range gs.migrate[tg.Count:] {
+			r.stop(a, allocNotNeeded, "")
+		}
+		gs.migrate, keep = gs.migrate[:tg.Count], 0
+	}
 	// Scale down: the highest indexes go first (older versions first on a tie).
-	if excess := len(counted) - tg.Count; excess > 0 {
+	if excess := len(counted) - keep; excess > 0 {
 		sort.Slice(counted, func(i, j int) bool {
 			a, b := counted[i], counted[j]
 			if ia, ib := allocIndex(a.Name), allocIndex(b.Name); ia != ib {
@@ -442,7 +512,7 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 			gs.inplace = append(gs.inplace, a)
 		}
 	}
-	gs.missing = tg.Count - len(counted)
+	gs.missing = keep - len(counted)
 	return gs, nil
 }
 

@@ -160,16 +160,22 @@ func penaltyNodes(prev *state.Allocation) map[string]bool {
 }
 
 // createFollowups writes the follow-up evaluations of the failed
-// allocations to replace later: one per group and batch of failures due
-// within followupBatch of the batch's first, each waiting until then, and
-// links each allocation to its evaluation (Nomad's createRescheduleLaterEvals).
+// allocations to replace later and links each allocation to its evaluation
+// (Nomad's createRescheduleLaterEvals).
 func (r *reconciler) createFollowups(later []delayedReschedule) {
-	if len(later) == 0 {
-		return
-	}
-	sort.SliceStable(later, func(i, j int) bool { return later[i].at.Before(later[j].at) })
+	r.batchFollowups(later, state.EvalTriggerRetryFailedAlloc, descFollowupReschedule, func(l delayedReschedule, eval *state.Evaluation) {
+		r.res.plan.Followups = append(r.res.plan.Followups, &state.AllocFollowup{AllocID: l.alloc.ID, FollowupEvalID: eval.ID})
+	})
+}
+
+// batchFollowups writes follow-up evaluations for allocations to act on
+// later: one per batch of those due within followupBatch of the batch's
+// first, each waiting until then (Nomad's createLostLaterEvals); link gets
+// each allocation with its evaluation.
+func (r *reconciler) batchFollowups(items []delayedReschedule, trigger, desc string, link func(delayedReschedule, *state.Evaluation)) {
+	sort.SliceStable(items, func(i, j int) bool { return items[i].at.Before(items[j].at) })
 	var eval *state.Evaluation
-	for _, l := range later {
+	for _, l := range items {
 		if eval == nil || l.at.Sub(time.Unix(0, eval.WaitUntil)) >= followupBatch {
 			typ := r.eval.Type
 			if typ == "" {
@@ -180,16 +186,16 @@ func (r *reconciler) createFollowups(later []delayedReschedule) {
 				Namespace:         r.job.Namespace,
 				Priority:          r.eval.Priority,
 				Type:              typ,
-				TriggeredBy:       state.EvalTriggerRetryFailedAlloc,
+				TriggeredBy:       trigger,
 				JobID:             r.job.ID,
 				JobModifyIndex:    r.job.JobModifyIndex,
 				Status:            state.EvalStatusPending,
-				StatusDescription: descFollowupReschedule,
+				StatusDescription: desc,
 				WaitUntil:         l.at.UnixNano(),
 				PreviousEval:      r.eval.ID,
 			}
 			r.res.plan.FollowupEvals = append(r.res.plan.FollowupEvals, eval)
 		}
-		r.res.plan.Followups = append(r.res.plan.Followups, &state.AllocFollowup{AllocID: l.alloc.ID, FollowupEvalID: eval.ID})
+		link(l, eval)
 	}
 }

@@ -33,12 +33,17 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 	}
 
 	names := newNameIndex()
+	gs.names = names
 	for _, a := range gs.counted {
 		names.take(allocIndex(a.Name))
 	}
 	for _, a := range gs.canaries {
 		names.take(allocIndex(a.Name))
 	}
+	for _, a := range gs.migrate {
+		names.take(allocIndex(a.Name))
+	}
+	r.migrate(gs, ready, depID)
 
 	// Canaries come first when the version changed destructively. Once a
 	// deployment wants canaries, it keeps that many until promoted, even if
@@ -70,7 +75,9 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 		}
 	}
 
-	limit := r.limit(gs, tracked)
+	// Migrations placed by this plan are in flight too: a rolling update
+	// in the same plan may not take the group below Count − MaxParallel.
+	limit := max(r.limit(gs, tracked)-gs.migrated, 0)
 	if ready {
 		// Every placement, even one no node took, counts against the limit
 		// (Nomad's), so a shortage never turns into more updates.
@@ -129,6 +136,47 @@ func (r *reconciler) reconcileGroup(gs *groupState) {
 	}
 	desired.DestructiveUpdate += uint64(started)
 	desired.Ignore += uint64(len(gs.destructive) - started)
+}
+
+// migrate replaces the allocations a drain marked, each stopped in the
+// plan that places its replacement (under its name, on a ready node),
+// outside the rolling-update limit and whatever the deployment's status
+// (Nomad's computeMigrations: a paused deployment must not block a drain).
+// Without room elsewhere the allocation keeps running.
+func (r *reconciler) migrate(gs *groupState, ready bool, depID string) {
+	if !ready && (r.deployment == nil || r.deployment.Status != state.DeploymentStatusPaused) {
+		depID = "" // a failed or blocked deployment takes no placements; a paused one takes migrations
+	}
+	r.desired(gs.tg.Name).Migrate += uint64(len(gs.migrate))
+	canarying := gs.dstate != nil && gs.dstate.DesiredCanaries > 0 && !gs.dstate.Promoted
+	byIndex(gs.migrate)
+	for _, a := range gs.migrate {
+		// While canaries wait for promotion, an old allocation moves as
+		// its own version, outside the deployment (Nomad's
+		// downgradeNonCanary): the promoted canary replaces it later.
+		var old *state.Job
+		if canarying && a.JobVersion != r.job.Version && !(a.DeploymentStatus != nil && a.DeploymentStatus.Canary) {
+			if j, err := r.version(a.JobVersion); err == nil && j != nil && j.LookupTaskGroup(gs.tg.Name) != nil {
+				old = j
+			}
+		}
+		r.placer.release(a)
+		dep := depID
+		if old != nil {
+			dep = ""
+		}
+		if !r.placeAllocNamed(gs, allocIndex(a.Name), a, false, dep, "") {
+			r.placer.reclaim(a)
+			continue
+		}
+		if old != nil {
+			placed := r.res.plan.Placements[len(r.res.plan.Placements)-1]
+			placed.JobVersion = old.Version
+			placed.Resources = old.LookupTaskGroup(gs.tg.Name).Resources()
+		}
+		r.addStop(a, allocMigrating, "")
+		gs.migrated++
+	}
 }
 
 // rescheduleWhileNotReady replaces the failed allocations due for
@@ -228,6 +276,11 @@ func (r *reconciler) placeAlloc(gs *groupState, idx int, prev *state.Allocation,
 }
 
 func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Allocation, canary bool, depID, stopPrev string) bool {
+	// Two old allocations may share a name (a canary beside the one it
+	// replaces); their replacements in one plan may not.
+	if gs.placedNames[idx] && gs.names != nil {
+		idx = gs.names.free()
+	}
 	var avoid map[string]bool
 	if prev != nil {
 		avoid = penaltyNodes(prev)
@@ -269,6 +322,10 @@ func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Alloca
 		a.DeploymentStatus = &state.AllocDeploymentStatus{Canary: true}
 	}
 	r.res.plan.Placements = append(r.res.plan.Placements, a)
+	if gs.placedNames == nil {
+		gs.placedNames = map[int]bool{}
+	}
+	gs.placedNames[idx] = true
 	gs.placed++
 	return true
 }

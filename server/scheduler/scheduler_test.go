@@ -183,12 +183,16 @@ func TestPausedOrFailedDeploymentPlacesNothing(t *testing.T) {
 		h, d := startRollout(t)
 		h.setDeployment(d.ID, tc.status, tc.desc)
 		h.healthy("web")
-		// A lost allocation is not replaced either.
+		// A lost allocation is not replaced either: the scheduler (not the
+		// FSM) only marks it lost and stops it.
 		h.nodeDown(h.live("web")[0].NodeID)
 		plans := len(h.plans)
 		e := h.run("web", state.EvalTriggerDeploymentWatcher)
-		if len(h.plans) != plans || e.Status != state.EvalStatusComplete {
+		if len(h.plans) != plans+1 || e.Status != state.EvalStatusComplete {
 			t.Fatalf("%s: %d plans, eval %s", tc.status, len(h.plans)-plans, e.Status)
+		}
+		if p := h.plans[plans]; len(p.Placements) != 0 || len(p.Stops) != 1 || p.Stops[0].ClientStatus != state.AllocClientStatusLost {
+			t.Fatalf("%s: plan %d placements, stops %+v", tc.status, len(p.Placements), p.Stops)
 		}
 		if tc.status == state.DeploymentStatusPaused {
 			// Resumed, it carries on: the lost one is replaced and the rollout goes on.
