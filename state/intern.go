@@ -1,6 +1,9 @@
 package state
 
-import "unique"
+import (
+	"strings"
+	"sync"
+)
 
 // Many rows repeat the same short strings: every binding rule of an auth
 // method names it, and most share a namespace, a bind type and often a
@@ -8,14 +11,46 @@ import "unique"
 // gets its own copy of every string, so 1M rules held tens of MB of
 // identical bytes. Rows share one copy instead.
 
+// sharedNames holds the canonical copy of each shared string. (Go's unique
+// package holds a canonical value only while a Handle to it is alive: the
+// rows keep the string, not the Handle, so a collection between two rows
+// gave them two copies.)
+var sharedNames struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+// maxSharedNames bounds sharedNames: past it, strings are kept as they are.
+const maxSharedNames = 1 << 14
+
 // shared returns the canonical copy of a string from a small set (auth
-// method names, namespaces, bind types): for the life of the process,
-// through Go's unique package, so it is only for values of bounded variety.
+// method names, namespaces, bind types), for the life of the process, so
+// it is only for values of bounded variety.
 func shared(s string) string {
 	if s == "" {
 		return s
 	}
-	return unique.Make(s).Value()
+	sharedNames.RLock()
+	c, ok := sharedNames.m[s]
+	sharedNames.RUnlock()
+	if ok {
+		return c
+	}
+	sharedNames.Lock()
+	defer sharedNames.Unlock()
+	if c, ok := sharedNames.m[s]; ok {
+		return c
+	}
+	if sharedNames.m == nil {
+		sharedNames.m = map[string]string{}
+	}
+	if len(sharedNames.m) >= maxSharedNames {
+		return s
+	}
+	// A copy of its own: s may point into a larger buffer (a decoded entry).
+	c = strings.Clone(s)
+	sharedNames.m[c] = c
+	return c
 }
 
 // stringSharer is a row that can share its repeated strings: it replaces
