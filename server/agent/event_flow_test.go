@@ -115,10 +115,12 @@ func TestEventStreamSlowConsumerCutOff(t *testing.T) {
 	if n := ts.EventBuffer().Size(); n != size {
 		t.Fatalf("buffer size %d", n)
 	}
-	// Now read it all: some jobs' events, then the reason it was cut off.
+	// Now read it all: the jobs' events it got before it fell behind (how
+	// many depends on scheduling, none included), then the reason it was
+	// cut off.
 	lines := readAll(t, resp.Body)
-	if len(lines) < 2 {
-		t.Fatalf("%d lines", len(lines))
+	if len(lines) < 1 {
+		t.Fatal("the stream ended without a line")
 	}
 	last := decodeLine(t, lines[len(lines)-1])
 	if !strings.HasPrefix(last.Error, "subscription closed by server: the client fell behind the event buffer") || !strings.HasSuffix(last.Error, "(5 batches kept)") {
@@ -128,7 +130,7 @@ func TestEventStreamSlowConsumerCutOff(t *testing.T) {
 	for _, l := range lines[:len(lines)-1] {
 		got += len(decodeLine(t, l).Events)
 	}
-	if got == 0 || got >= jobs {
+	if got >= jobs {
 		t.Errorf("the slow consumer got %d job events of %d before it was cut off", got, jobs)
 	}
 }
