@@ -19,6 +19,7 @@ type NetworkSpec struct {
 	IP       Unsupported
 	DNS      Unsupported
 	Hostname Unsupported
+	CNI      Unsupported
 	// MBits is deprecated in Nomad and ignored.
 	MBits ReadOnly
 }
@@ -29,6 +30,8 @@ type PortSpec struct {
 	Value       int
 	To          int
 	HostNetwork string
+
+	IgnoreCollision Unsupported
 }
 
 // MaxPortsPerGroup bounds a group's ports (a node has 12,000 dynamic ones).

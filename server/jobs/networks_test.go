@@ -15,7 +15,7 @@ func TestParseNetworks(t *testing.T) {
 		return `{"ID":"web","TaskGroups":[{"Name":"g","Networks":` + networks + `,"Tasks":[{"Name":"t","Driver":"raw_exec"}]}]}`
 	}
 	job, err := Parse([]byte(group(`[{"Mode":"","MBits":10,"Device":"","IP":"","CIDR":"","DNS":null,`+
-		`"DynamicPorts":[{"Label":"http","Value":0,"To":0,"HostNetwork":""},{"Label":"grpc","Value":12345,"To":-1}],`+
+		`"DynamicPorts":[{"Label":"http","Value":0,"To":0,"HostNetwork":"","IgnoreCollision":false},{"Label":"grpc","Value":12345,"To":-1}],`+
 		`"ReservedPorts":[{"Label":"db","Value":5432,"To":5432,"HostNetwork":"default"}]}]`)), "")
 	if err != nil {
 		t.Fatal(err)

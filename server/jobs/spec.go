@@ -307,6 +307,14 @@ func checkUnsupported(spec *JobSpec) error {
 			if f := firstSet(n); f != "" {
 				return invalid("Networks.%s is not supported (%s)", f, where)
 			}
+			for _, p := range append(append([]*PortSpec{}, n.ReservedPorts...), n.DynamicPorts...) {
+				if p == nil {
+					continue
+				}
+				if f := firstSet(p); f != "" {
+					return invalid("Networks.Ports.%s is not supported (%s)", f, where)
+				}
+			}
 		}
 		if g.RestartPolicy != nil && !isEmptyJSON(g.RestartPolicy.RenderTemplates) {
 			return invalid("RestartPolicy.RenderTemplates is not supported (%s)", where)
