@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,51 @@ func TestPortsEndToEnd(t *testing.T) {
 	}
 	if s := na.AllocatedResources.Shared.Networks; len(s) != 1 || s[0].DynamicPorts[0].Label != "http" {
 		t.Fatalf("nomad/api Shared.Networks %+v", s)
+	}
+
+	// A job the official client registers (its canonicalized body) gets
+	// its own dynamic port on the same node; its static port collides.
+	nj := nomadapi.NewServiceJob("other", "other", "global", 50)
+	nj.Datacenters = []string{"dc1"}
+	tg := nomadapi.NewTaskGroup("g", 1)
+	tg.Networks = []*nomadapi.NetworkResource{{DynamicPorts: []nomadapi.Port{{Label: "http"}}}}
+	tg.AddTask(nomadapi.NewTask("t", "mock_driver").SetConfig("run_for", "1h"))
+	nj.AddTaskGroup(tg)
+	if _, _, err := nc.Jobs().Register(nj, nil); err != nil {
+		t.Fatalf("nomad/api register: %v", err)
+	}
+	t.Cleanup(func() { ts.Do(t, http.MethodDelete, "/v1/job/other?purge=true", "") })
+	var other []*nomadapi.AllocationListStub
+	for time.Now().Before(deadline) && len(other) == 0 {
+		time.Sleep(20 * time.Millisecond)
+		if other, _, err = nc.Jobs().Allocations("other", false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(other) != 1 {
+		t.Fatalf("other's allocations: %+v", other)
+	}
+	oa, _, err := nc.Allocations().Info(other[0].ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := oa.AllocatedResources.Shared.Ports; len(op) != 1 || op[0].Label != "http" || op[0].Value == hp || op[0].Value < 20000 {
+		t.Fatalf("other's ports %+v (web has %d)", op, hp)
+	}
+
+	clash := strings.Replace(strings.Replace(job, `"ID":"web"`, `"ID":"clash"`, 1), `"DynamicPorts":[{"Label":"http"}],`, "", 1)
+	var reg struct{ EvalID string }
+	ts.Do(t, http.MethodPost, "/v1/jobs", clash).JSON(t, &reg)
+	t.Cleanup(func() { ts.Do(t, http.MethodDelete, "/v1/job/clash?purge=true", "") })
+	var ev struct {
+		Status         string
+		FailedTGAllocs map[string]struct{ DimensionExhausted map[string]int }
+	}
+	for time.Now().Before(deadline) && ev.Status != "complete" {
+		time.Sleep(20 * time.Millisecond)
+		ts.Do(t, http.MethodGet, "/v1/evaluation/"+reg.EvalID, "").JSON(t, &ev)
+	}
+	if got := ev.FailedTGAllocs["g"].DimensionExhausted; ev.Status != "complete" || got["network: reserved port collision db=15432"] != 1 {
+		t.Fatalf("clash evaluation %+v", ev)
 	}
 }
