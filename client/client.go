@@ -39,8 +39,7 @@ type Config struct {
 	// NodeClass and NodePool are the node's class and pool ("" : default).
 	NodeClass string
 	NodePool  string
-	// MinDynamicPort..MaxDynamicPort is the node's dynamic port range (0:
-	// Nomad's 20000–32000); ReservedPorts are never handed out.
+	// The node's dynamic port range (0: Nomad's) and ports never handed out.
 	MinDynamicPort int
 	MaxDynamicPort int
 	ReservedPorts  []int
