@@ -70,6 +70,12 @@ type Allocation struct {
 	RescheduleTracker  *RescheduleTracker
 	DesiredTransition  DesiredTransition
 	Metrics            *AllocationMetric
+	// AllocatedResources is Nomad's view of what the allocation got
+	// (GET /v1/allocation/:id): the group's network and host ports.
+	AllocatedResources *AllocatedResources `json:",omitempty"`
+	// AllocatedPorts are the same ports as the client protocol
+	// (/v1/client/allocations) sends them.
+	AllocatedPorts []PortMapping `json:",omitempty"`
 	// AllocStates are the servers' changes of its client status.
 	AllocStates      []*AllocState `json:",omitempty"`
 	CreateIndex      uint64
@@ -77,6 +83,43 @@ type Allocation struct {
 	AllocModifyIndex uint64
 	CreateTime       int64
 	ModifyTime       int64
+}
+
+// AllocatedResources is Nomad's AllocatedResources, the shared part.
+type AllocatedResources struct {
+	Shared AllocatedSharedResources
+}
+
+// AllocatedSharedResources are the resources the group's tasks share.
+type AllocatedSharedResources struct {
+	DiskMB   int
+	Networks []*NetworkResource
+	Ports    []PortMapping
+}
+
+// NetworkResource is Nomad's NetworkResource as an allocation got it.
+type NetworkResource struct {
+	Mode          string
+	IP            string
+	ReservedPorts []Port
+	DynamicPorts  []Port
+}
+
+// Port is one port of a network block (Value: the host port).
+type Port struct {
+	Label       string
+	Value       int
+	To          int
+	HostNetwork string
+}
+
+// PortMapping is Nomad's AllocatedPortMapping: a host port an allocation
+// holds on its node.
+type PortMapping struct {
+	Label  string
+	Value  int
+	To     int
+	HostIP string
 }
 
 // AllocState is one change the servers made to an allocation's field

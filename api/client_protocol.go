@@ -21,6 +21,12 @@ type NodeRegistration struct {
 	Meta       map[string]string
 	NodeClass  string
 	NodePool   string
+	// MinDynamicPort..MaxDynamicPort is the node's dynamic port range (0:
+	// Nomad's default 20000–32000); ReservedPorts are host ports the
+	// scheduler never hands out on the node.
+	MinDynamicPort int   `json:",omitempty"`
+	MaxDynamicPort int   `json:",omitempty"`
+	ReservedPorts  []int `json:",omitempty"`
 }
 
 // NodeRegisterResponse answers a registration.

@@ -39,6 +39,10 @@ type Config struct {
 	// NodeClass and NodePool are the node's class and pool ("" : default).
 	NodeClass string
 	NodePool  string
+	// The node's dynamic port range (0: Nomad's) and ports never handed out.
+	MinDynamicPort int
+	MaxDynamicPort int
+	ReservedPorts  []int
 	// Attributes override or add to the fingerprinted attributes.
 	Attributes map[string]string
 	Logger     hclog.Logger
@@ -323,7 +327,8 @@ func (c *Client) register(ctx context.Context) error {
 	reg := &api.NodeRegistration{
 		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: c.drivers(), HTTPAddr: c.httpAddr,
 		Resources: c.cfg.Resources, Meta: c.cfg.Meta, NodeClass: c.cfg.NodeClass, NodePool: c.cfg.NodePool,
-		Attributes: c.attributes(),
+		Attributes:     c.attributes(),
+		MinDynamicPort: c.cfg.MinDynamicPort, MaxDynamicPort: c.cfg.MaxDynamicPort, ReservedPorts: c.cfg.ReservedPorts,
 	}
 	for {
 		srv := c.server()

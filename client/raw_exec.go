@@ -175,6 +175,7 @@ func taskEnv(a *api.Allocation, t *api.Task, paths taskPaths) []string {
 	env["NOMAD_JOB_NAME"] = a.JobID
 	env["NOMAD_JOB_ID"] = a.JobID
 	env["NOMAD_NAMESPACE"] = a.Namespace
+	portEnv(env, a.AllocatedPorts)
 	for k, v := range t.Env {
 		env[k] = v
 	}

@@ -16,6 +16,9 @@ type allocDetail struct {
 	TaskResources      map[string]*allocResources
 	AllocatedResources *allocatedResources
 	Metrics            *allocMetric
+	// AllocatedPorts is stored state, answered in Nomad's places
+	// (AllocatedResources.Shared.Ports, Resources.Networks).
+	AllocatedPorts struct{} `json:"-"`
 }
 
 // allocResources is Nomad's (deprecated, still read) Resources block.
@@ -23,17 +26,31 @@ type allocResources struct {
 	CPU      int
 	MemoryMB int
 	DiskMB   int
-	Networks []struct{}
+	Networks []*allocNetwork
+}
+
+// allocNetwork is Nomad's NetworkResource as an allocation got it: the
+// group's network with its host IP and every port's host value.
+type allocNetwork struct {
+	Mode          string
+	Device        string
+	CIDR          string
+	IP            string
+	MBits         int
+	DNS           *struct{}
+	ReservedPorts []state.Port
+	DynamicPorts  []state.Port
+	Hostname      string
 }
 
 // allocatedResources is Nomad's AllocatedResources: per task CPU and
-// memory; no networks or ports (ctlplane does not allocate them).
+// memory, the group's network and host ports shared by its tasks.
 type allocatedResources struct {
 	Tasks  map[string]*allocatedTask
 	Shared struct {
 		DiskMB   int
-		Networks []struct{}
-		Ports    []struct{}
+		Networks []*allocNetwork
+		Ports    []state.AllocatedPort
 	}
 }
 
@@ -119,23 +136,49 @@ func readAllocDetail(ws memdb.WatchSet, s *state.Store, id string) (uint64, *all
 	}
 	d := &allocDetail{
 		Allocation: a, Job: job,
-		Resources:          &allocResources{CPU: a.Resources.CPU, MemoryMB: a.Resources.MemoryMB, Networks: []struct{}{}},
+		Resources:          &allocResources{CPU: a.Resources.CPU, MemoryMB: a.Resources.MemoryMB},
 		TaskResources:      map[string]*allocResources{},
 		AllocatedResources: &allocatedResources{Tasks: map[string]*allocatedTask{}},
 		Metrics:            viewAllocMetric(a.Metrics),
 	}
-	d.AllocatedResources.Shared.Networks, d.AllocatedResources.Shared.Ports = []struct{}{}, []struct{}{}
-	for _, t := range job.LookupTaskGroup(a.TaskGroup).Tasks {
+	tg := job.LookupTaskGroup(a.TaskGroup)
+	nets := allocNetworks(tg, a.AllocatedPorts)
+	d.Resources.Networks, d.AllocatedResources.Shared.Networks = nets, nets
+	d.AllocatedResources.Shared.Ports = append([]state.AllocatedPort{}, a.AllocatedPorts...)
+	for _, t := range tg.Tasks {
 		var r state.Resources
 		if t.Resources != nil {
 			r = *t.Resources
 		}
-		d.TaskResources[t.Name] = &allocResources{CPU: r.CPU, MemoryMB: r.MemoryMB, Networks: []struct{}{}}
+		d.TaskResources[t.Name] = &allocResources{CPU: r.CPU, MemoryMB: r.MemoryMB, Networks: []*allocNetwork{}}
 		at := &allocatedTask{Networks: []struct{}{}}
 		at.Cpu.CpuShares, at.Memory.MemoryMB = int64(r.CPU), int64(r.MemoryMB)
 		d.AllocatedResources.Tasks[t.Name] = at
 	}
 	return idx, d, nil
+}
+
+// allocNetworks is the group's network block with the ports the
+// allocation got (never nil; empty without a network block).
+func allocNetworks(tg *state.TaskGroup, ports []state.AllocatedPort) []*allocNetwork {
+	out := []*allocNetwork{}
+	got := map[string]state.AllocatedPort{}
+	ip := ""
+	for _, p := range ports {
+		got[p.Label], ip = p, p.HostIP
+	}
+	for _, nw := range tg.Networks {
+		n := &allocNetwork{Mode: nw.Mode, IP: ip, ReservedPorts: []state.Port{}, DynamicPorts: []state.Port{}}
+		n.ReservedPorts = append(n.ReservedPorts, nw.ReservedPorts...)
+		for _, p := range nw.DynamicPorts {
+			if g, ok := got[p.Label]; ok {
+				p.Value, p.To = g.Value, g.To
+			}
+			n.DynamicPorts = append(n.DynamicPorts, p)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // standInJob is the job of an allocation whose job is gone: its ID,

@@ -110,6 +110,38 @@ type nodeRegistration struct {
 	Meta       map[string]string
 	NodeClass  string
 	NodePool   string
+
+	MinDynamicPort int
+	MaxDynamicPort int
+	ReservedPorts  []int
+}
+
+// maxReservedPorts bounds a node's reserved ports.
+const maxReservedPorts = 1024
+
+// checkNodePorts validates a node's port range and reserved ports.
+func checkNodePorts(reg *nodeRegistration) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"MinDynamicPort", reg.MinDynamicPort}, {"MaxDynamicPort", reg.MaxDynamicPort}} {
+		if f.v < 0 || f.v > 65535 {
+			return badRequest("%s %d is out of range: ports are 1 to 65535 (0: Nomad's default)", f.name, f.v)
+		}
+	}
+	lo, hi := (&state.Node{MinDynamicPort: reg.MinDynamicPort, MaxDynamicPort: reg.MaxDynamicPort}).PortRange()
+	if lo > hi {
+		return badRequest("MinDynamicPort %d is above MaxDynamicPort %d", lo, hi)
+	}
+	if len(reg.ReservedPorts) > maxReservedPorts {
+		return badRequest("ReservedPorts has %d ports: at most %d are allowed", len(reg.ReservedPorts), maxReservedPorts)
+	}
+	for _, p := range reg.ReservedPorts {
+		if p < 1 || p > 65535 {
+			return badRequest("ReservedPorts: %d is not a port (1 to 65535)", p)
+		}
+	}
+	return nil
 }
 
 type allocUpdateRequest struct {
@@ -149,10 +181,14 @@ func (h *Handler) clientRegister(w http.ResponseWriter, r *http.Request) (any, e
 	if err := checkNodeClassPool(&reg.NodeClass, &reg.NodePool); err != nil {
 		return nil, err
 	}
+	if err := checkNodePorts(&reg); err != nil {
+		return nil, err
+	}
 	node := &state.Node{
 		ID: reg.ID, Name: reg.Name, Datacenter: reg.Datacenter, HTTPAddr: reg.HTTPAddr,
 		Drivers: reg.Drivers, Resources: reg.Resources, Attributes: reg.Attributes, Meta: reg.Meta,
 		NodeClass: reg.NodeClass, NodePool: reg.NodePool,
+		MinDynamicPort: reg.MinDynamicPort, MaxDynamicPort: reg.MaxDynamicPort, ReservedPorts: reg.ReservedPorts,
 	}
 	nodes, err := h.nodeService()
 	if err != nil {

@@ -3,6 +3,7 @@ package http
 import (
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/ctlplane/ctlplane/state"
 )
@@ -45,7 +46,7 @@ type nodeResourcesView struct {
 	MaxDynamicPort int
 }
 
-// nodeReserved is Nomad's NodeReservedResources: nothing is reserved.
+// nodeReserved is Nomad's NodeReservedResources: only host ports.
 type nodeReserved struct {
 	Cpu struct {
 		CpuShares int64
@@ -61,16 +62,10 @@ type nodeReserved struct {
 	}
 }
 
-// Nomad's default dynamic port range.
-const (
-	defaultMinDynamicPort = 20000
-	defaultMaxDynamicPort = 32000
-)
-
 // nodeResourcesOf is the node's NodeResources and ReservedResources.
 func nodeResourcesOf(n *state.Node) (*nodeResourcesView, *nodeReserved) {
-	r := &nodeResourcesView{Networks: []struct{}{}, Devices: []struct{}{},
-		MinDynamicPort: defaultMinDynamicPort, MaxDynamicPort: defaultMaxDynamicPort}
+	r := &nodeResourcesView{Networks: []struct{}{}, Devices: []struct{}{}}
+	r.MinDynamicPort, r.MaxDynamicPort = n.PortRange()
 	r.Cpu.CpuShares = int64(n.Resources.CPU)
 	r.Cpu.ReservableCpuCores = []uint16{}
 	if cores, err := parseUint16(n.Attributes["cpu.numcores"]); err == nil {
@@ -80,7 +75,13 @@ func nodeResourcesOf(n *state.Node) (*nodeResourcesView, *nodeReserved) {
 		}
 	}
 	r.Memory.MemoryMB = int64(n.Resources.MemoryMB)
-	return r, &nodeReserved{}
+	res := &nodeReserved{}
+	ports := make([]string, len(n.ReservedPorts))
+	for i, p := range n.ReservedPorts {
+		ports[i] = strconv.Itoa(p)
+	}
+	res.Networks.ReservedHostPorts = strings.Join(ports, ",")
+	return r, res
 }
 
 func parseUint16(s string) (uint16, error) {

@@ -82,6 +82,9 @@ type Allocation struct {
 
 	// Metrics is what the scheduler saw placing the allocation.
 	Metrics *AllocMetric
+	// AllocatedPorts are the host ports the scheduler gave the group's
+	// network block on the node (Nomad's AllocatedResources.Shared.Ports).
+	AllocatedPorts []AllocatedPort
 
 	CreateIndex      uint64
 	ModifyIndex      uint64

@@ -115,6 +115,8 @@ type TaskGroup struct {
 	Constraints         []*Constraint
 	Affinities          []*Affinity
 	Spreads             []*Spread
+	// Networks is the group's network block (at most one).
+	Networks []*NetworkResource
 }
 
 // RestartPolicy says how a task that exits is restarted in place.

@@ -36,6 +36,12 @@ type Node struct {
 	Resources  Resources
 	Attributes map[string]string
 	Meta       map[string]string
+	// MinDynamicPort..MaxDynamicPort is the node's dynamic port range
+	// (0: Nomad's default 20000–32000); ReservedPorts are host ports the
+	// node keeps for itself (Nomad's reserved.reserved_ports).
+	MinDynamicPort int
+	MaxDynamicPort int
+	ReservedPorts  []int
 
 	// NodeClass and NodePool are the node's class and pool ("default"
 	// when the client names none), as its configuration says.

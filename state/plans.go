@@ -471,6 +471,40 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 		if (node.Resources.CPU > 0 && used.CPU > node.Resources.CPU) || (node.Resources.MemoryMB > 0 && used.MemoryMB > node.Resources.MemoryMB) {
 			return fmt.Sprintf("node %s has no room left", nodeID), nil
 		}
+		if reason := portCollision(node, allocs, stopping, p.Placements); reason != "" {
+			return reason, nil
+		}
 	}
 	return "", nil
+}
+
+// portCollision says which host port two allocations (or an allocation
+// and the node's reserved ports) would share on node: the applier's
+// guarantee that two plans computed side by side never hand out one port
+// twice ("" if none).
+func portCollision(node *Node, allocs []*Allocation, stopping map[string]bool, placements []*Allocation) string {
+	taken := map[int]string{}
+	for _, port := range node.ReservedPorts {
+		taken[port] = "the node's reserved ports"
+	}
+	for _, a := range allocs {
+		if a.TerminalStatus() || stopping[a.ID] {
+			continue
+		}
+		for _, port := range a.HostPorts() {
+			taken[port] = "allocation " + a.ID
+		}
+	}
+	for _, pl := range placements {
+		if pl.NodeID != node.ID {
+			continue
+		}
+		for _, port := range pl.AllocatedPorts {
+			if other, ok := taken[port.Value]; ok {
+				return fmt.Sprintf("node %s: port %d (%s of allocation %s) is already taken by %s", node.ID, port.Value, port.Label, pl.ID, other)
+			}
+			taken[port.Value] = "allocation " + pl.ID
+		}
+	}
+	return ""
 }

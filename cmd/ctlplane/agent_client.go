@@ -53,6 +53,9 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	noRawExec := flags.Bool("disable-raw-exec", false, "never offer raw_exec, whatever -enable-raw-exec or the config file say")
 	nodeClass := flags.String("node-class", "", "the node's class (constraints read it as ${node.class})")
 	nodePool := flags.String("node-pool", "default", "the node's pool (${node.pool})")
+	minPort := flags.Int("min-dynamic-port", 20000, "lowest port of the node's dynamic port range (Nomad's default)")
+	maxPort := flags.Int("max-dynamic-port", 32000, "highest port of the node's dynamic port range (Nomad's default)")
+	reservedPorts := flags.String("reserved-ports", "", `host ports never handed out to allocations, as Nomad's reserved_ports: "22,80,8000-8010"`)
 	meta := metaFlag{}
 	flags.Var(meta, "meta", "node metadata as key=value (${meta.key}); may be repeated")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
@@ -102,6 +105,15 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "invalid -log-level %q\n", *logLevel)
 		return 1
 	}
+	reserved, err := parseReservedPorts(*reservedPorts)
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	if *minPort < 1 || *maxPort > 65535 || *minPort > *maxPort {
+		fmt.Fprintf(stderr, "Error: invalid dynamic port range %d-%d: ports are 1 to 65535, the lowest first\n", *minPort, *maxPort)
+		return 1
+	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "ctlplane", Level: level, JSONFormat: *logJSON, Output: stderr})
 	token, err := introductionToken(*tokenFile, logger)
 	if err != nil {
@@ -112,6 +124,7 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 		Servers: urls, Token: token, NodeName: *name, Datacenter: *dc, DataDir: *dataDir, RawExec: rawExec,
 		HTTPAddr: *httpAddr, HTTPAdvertise: *advertise, Resources: api.Resources{CPU: *cpu, MemoryMB: *mem}, Logger: logger,
 		NodeClass: *nodeClass, NodePool: *nodePool, Meta: meta,
+		MinDynamicPort: *minPort, MaxDynamicPort: *maxPort, ReservedPorts: reserved,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)

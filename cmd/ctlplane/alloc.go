@@ -89,6 +89,7 @@ func allocStatus(args []string, stdout, stderr io.Writer) int {
 		"Client Description", orNone(a.ClientDescription), "Desired Status", a.DesiredStatus,
 		"Desired Description", orNone(a.DesiredDescription), "Created", fmtUnixNano(a.CreateTime),
 		"Modified", fmtUnixNano(a.ModifyTime), "Deployment ID", orNone(short(a.DeploymentID)), "Deployment Health", health)
+	printAllocAddresses(stdout, a)
 	names := make([]string, 0, len(a.TaskStates))
 	for n := range a.TaskStates {
 		names = append(names, n)

@@ -20,6 +20,13 @@ import (
 //	  update { max_parallel = 1  canary = 1  auto_revert = true }
 //	  group "app" {
 //	    count = 3
+//	    network {
+//	      port "http" {}
+//	      port "db" {
+//	        static = 5432
+//	        to     = 5432
+//	      }
+//	    }
 //	    restart { attempts = 2  interval = "30m"  delay = "15s"  mode = "fail" }
 //	    reschedule { attempts = 3  interval = "1h"  delay = "30s"  delay_function = "constant"  unlimited = false }
 //	    migrate { max_parallel = 2  health_check = "checks"  min_healthy_time = "10s"  healthy_deadline = "5m" }
@@ -218,6 +225,13 @@ func hclGroup(b *hclsyntax.Block) (map[string]any, error) {
 			if err := appendSpread(g, sub); err != nil {
 				return nil, err
 			}
+		case "network":
+			n, err := hclNetwork(sub)
+			if err != nil {
+				return nil, err
+			}
+			nets, _ := g["Networks"].([]any)
+			g["Networks"] = append(nets, n)
 		case "task":
 			t, err := hclTask(sub)
 			if err != nil {

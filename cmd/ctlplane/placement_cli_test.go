@@ -47,6 +47,13 @@ func TestCLIPlacementOnDevFleet(t *testing.T) {
       attribute = "${node.class}"
       value     = "gpu"
     }
+    network {
+      port "http" {}
+      port "db" {
+        static = 5432
+        to     = 6432
+      }
+    }
     task "t" {
       driver = "mock_driver"
       config { run_for = "1h" }
@@ -67,7 +74,8 @@ func TestCLIPlacementOnDevFleet(t *testing.T) {
 		t.Fatalf("placed on %s, want the gpu node %s", as[0].NodeID, gpu)
 	}
 	st = mustCode(t, 0, "alloc", "status", addr, allocID[:8])
-	for _, want := range []string{"Placement Metrics", `* Class "web": 2 nodes excluded by filter`, "binpack", "final score", gpu} {
+	for _, want := range []string{"Placement Metrics", `* Class "web": 2 nodes excluded by filter`, "binpack", "final score", gpu,
+		`Allocation Addresses (mode = "host"):`, "*http  yes      127.0.0.1:20000", "*db    no       127.0.0.1:5432 -> 6432"} {
 		if !strings.Contains(st, want) {
 			t.Errorf("alloc status lacks %q:\n%s", want, st)
 		}

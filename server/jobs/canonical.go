@@ -138,6 +138,7 @@ func canonicalGroup(g *GroupSpec, jobUpdate *UpdateSpec) *state.TaskGroup {
 		Constraints: canonicalConstraints(g.Constraints),
 		Affinities:  canonicalAffinities(g.Affinities),
 		Spreads:     canonicalSpreads(g.Spreads),
+		Networks:    canonicalNetworks(g.Networks),
 	}
 	switch {
 	case jobUpdate != nil && g.Update != nil:

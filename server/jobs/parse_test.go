@@ -239,7 +239,9 @@ func TestParseUnsupported(t *testing.T) {
 		}
 	}
 	refused := []struct{ body, want string }{
-		{`{"ID":"web","TaskGroups":[{"Name":"g","Networks":[{"Mode":"host"}],"Tasks":[]}]}`, `Networks is not supported (task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","Networks":[{"DNS":{"Servers":["1.1.1.1"]}}],"Tasks":[]}]}`, `Networks.DNS is not supported (task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","Networks":[{"DynamicPorts":[{"Label":"a","IgnoreCollision":true}]}],"Tasks":[]}]}`, `Networks.Ports.IgnoreCollision is not supported (task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","Resources":{"Networks":[{"DynamicPorts":[{"Label":"http"}]}]}}]}]}`, `Resources.Networks is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","AllAtOnce":true}`, "AllAtOnce is not supported"},
 		{`{"ID":"web","Periodic":{"Enabled":true}}`, "Periodic is not supported"},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Services":[{"Name":"s"}],"Tasks":[]}]}`, `Services is not supported (task group "g")`},

@@ -133,7 +133,7 @@ type GroupSpec struct {
 	Volumes                   Unsupported
 	Disconnect                Unsupported
 	EphemeralDisk             Unsupported
-	Networks                  Unsupported
+	Networks                  []*NetworkSpec
 	Services                  Unsupported
 	ShutdownDelay             Unsupported
 	MaxRunDuration            Unsupported
@@ -299,6 +299,22 @@ func checkUnsupported(spec *JobSpec) error {
 		where := groupWhere(gi, g)
 		if f := firstSet(g); f != "" {
 			return invalid("%s is not supported (%s)", f, where)
+		}
+		for _, n := range g.Networks {
+			if n == nil {
+				continue
+			}
+			if f := firstSet(n); f != "" {
+				return invalid("Networks.%s is not supported (%s)", f, where)
+			}
+			for _, p := range append(append([]*PortSpec{}, n.ReservedPorts...), n.DynamicPorts...) {
+				if p == nil {
+					continue
+				}
+				if f := firstSet(p); f != "" {
+					return invalid("Networks.Ports.%s is not supported (%s)", f, where)
+				}
+			}
 		}
 		if g.RestartPolicy != nil && !isEmptyJSON(g.RestartPolicy.RenderTemplates) {
 			return invalid("RestartPolicy.RenderTemplates is not supported (%s)", where)

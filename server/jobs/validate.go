@@ -136,6 +136,7 @@ func validateGroup(tg *state.TaskGroup) []string {
 	checkConstraints(&errs, tg.Constraints, false)
 	checkAffinities(&errs, tg.Affinities)
 	checkSpreads(&errs, tg.Spreads)
+	checkNetworks(&errs, tg.Networks)
 	if tg.RestartPolicy == nil {
 		errs.add("Task Group %v should have a restart policy", tg.Name)
 	} else {

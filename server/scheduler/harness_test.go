@@ -240,7 +240,7 @@ func (h *harness) crossCheck(e *state.Evaluation) {
 func planShape(p *state.Plan) []string {
 	var out []string
 	for _, a := range p.Placements {
-		out = append(out, "place "+a.Name+" on "+a.NodeID)
+		out = append(out, fmt.Sprintf("place %s on %s ports %v", a.Name, a.NodeID, a.AllocatedPorts))
 	}
 	for _, st := range p.Stops {
 		out = append(out, "stop "+st.AllocID+" "+st.DesiredDescription)

@@ -54,6 +54,11 @@ func tasksUpdated(jobA, jobB *state.Job, taskGroup string) comparison {
 	if sa, sb := append(append([]*state.Spread(nil), jobA.Spreads...), a.Spreads...), append(append([]*state.Spread(nil), jobB.Spreads...), b.Spreads...); !reflect.DeepEqual(sa, sb) {
 		return difference("spreads", sa, sb)
 	}
+	// Nomad's networkUpdated: any change of the group's network (mode,
+	// ports, labels, to) needs new ports, so a new allocation.
+	if !reflect.DeepEqual(a.Networks, b.Networks) {
+		return difference("network", a.Networks, b.Networks)
+	}
 	for _, at := range a.Tasks {
 		bt := lookupTask(b, at.Name)
 		if bt == nil {

@@ -167,6 +167,10 @@ func inplaceCases() []inplaceCase {
 			group(j).Spreads = []*state.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
 		}, true},
 
+		{[]string{"TaskGroup.Networks"}, "a group network change is destructive (Nomad's networkUpdated)", func(j *state.Job) {
+			group(j).Networks = []*state.NetworkResource{{Mode: "host", DynamicPorts: []state.Port{{Label: "http", HostNetwork: "default"}}}}
+		}, true},
+
 		// Task
 		{[]string{"Task.Name"}, "task Name renamed: the old task is deleted (destructive)", func(j *state.Job) { task(j).Name = "server" }, true},
 		{[]string{"Task.Driver"}, "task Driver is destructive", func(j *state.Job) { task(j).Driver = "raw_exec" }, true},

@@ -21,6 +21,9 @@ type nodeInfo struct {
 	groupAllocs map[string]int
 	// class is the node's computed class ("" until needed).
 	class string
+	// ports are the host ports taken on the node (nil until a group with
+	// a network block looks: portsOn).
+	ports map[int]bool
 }
 
 // count adds n allocations of the job's group tg to the node.
@@ -45,12 +48,22 @@ type placer struct {
 	static map[string]*groupStatic
 	// escaped: some constraint read a unique value (no class holds).
 	escaped bool
+	// nodeAllocs reads a node's allocations (ports); released are the
+	// allocations this plan stops; err is the first read that failed.
+	nodeAllocs func(nodeID string) ([]*state.Allocation, error)
+	released   map[string]bool
+	err        error
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every
 // live allocation of the cluster.
 func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string) *placer {
-	p := &placer{byID: map[string]*nodeInfo{}, elig: newEligibility(), static: map[string]*groupStatic{}}
+	p := &placer{byID: map[string]*nodeInfo{}, elig: newEligibility(), static: map[string]*groupStatic{}, released: map[string]bool{}}
+	byNode := map[string][]*state.Allocation{}
+	for _, a := range allocs {
+		byNode[a.NodeID] = append(byNode[a.NodeID], a)
+	}
+	p.nodeAllocs = func(id string) ([]*state.Allocation, error) { return byNode[id], nil }
 	for _, n := range nodes {
 		if !n.Ready() {
 			continue
@@ -79,8 +92,9 @@ func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string
 
 // newPlacerFromUsage is newPlacer from the resources already summed per
 // node (a UsageSource) and the job's own allocations.
-func newPlacerFromUsage(nodes []*state.Node, used map[string]state.Resources, jobAllocs []*state.Allocation) *placer {
+func newPlacerFromUsage(nodes []*state.Node, used map[string]state.Resources, jobAllocs []*state.Allocation, nodeAllocs func(string) ([]*state.Allocation, error)) *placer {
 	p := newPlacer(nodes, nil, "", "")
+	p.nodeAllocs = nodeAllocs
 	for id, ni := range p.byID {
 		ni.used = used[id]
 	}
@@ -94,19 +108,31 @@ func newPlacerFromUsage(nodes []*state.Node, used map[string]state.Resources, jo
 
 // release gives back what a stopped allocation used on its node.
 func (p *placer) release(a *state.Allocation) {
+	p.released[a.ID] = true
 	if ni := p.byID[a.NodeID]; ni != nil {
 		ni.used.CPU -= a.Resources.CPU
 		ni.used.MemoryMB -= a.Resources.MemoryMB
 		ni.count(a.TaskGroup, -1)
+		if ni.ports != nil {
+			for _, port := range a.HostPorts() {
+				delete(ni.ports, port)
+			}
+		}
 	}
 }
 
 // reclaim undoes release (a stop that did not happen after all).
 func (p *placer) reclaim(a *state.Allocation) {
+	delete(p.released, a.ID)
 	if ni := p.byID[a.NodeID]; ni != nil {
 		ni.used.CPU += a.Resources.CPU
 		ni.used.MemoryMB += a.Resources.MemoryMB
 		ni.count(a.TaskGroup, 1)
+		if ni.ports != nil {
+			for _, port := range a.HostPorts() {
+				ni.ports[port] = true
+			}
+		}
 	}
 }
 
@@ -114,7 +140,7 @@ func (p *placer) reclaim(a *state.Allocation) {
 // or returns nil when no node fits; the metric says what it saw either
 // way. Nodes in avoid (where a predecessor failed) are taken only when no
 // other fits: Nomad's rescheduling penalty.
-func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) (*nodeInfo, *state.AllocMetric) {
+func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) (*nodeInfo, []state.AllocatedPort, *state.AllocMetric) {
 	start := time.Now()
 	need := tg.Resources()
 	st := p.staticFor(job, tg)
@@ -133,6 +159,8 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	bestAvoided := false
 	var top topScores
 	var exhaustedCPU, exhaustedMem int // tallied here, mapped once
+	exhaustedNet := map[string]int{}
+	var bestPorts []state.AllocatedPort
 	for i, ni := range st.feasible {
 		if checkDistinct {
 			if reason := p.distinct(job, tg, ni, props); reason != "" {
@@ -153,6 +181,15 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 			}
 			continue
 		}
+		ports, dim := p.assignPorts(ni, tg)
+		if dim != "" {
+			m.NodesExhausted++
+			if ni.node.NodeClass != "" {
+				m.ExhaustClass(ni.node.NodeClass)
+			}
+			exhaustedNet[dim]++
+			continue
+		}
 		avoided := avoid[ni.node.ID]
 		ns := newNodeScore(ni, score, avoided, ni.groupAllocs[tg.Name], tg.Count, st.affinity(i), len(affinities) > 0)
 		if spreads != nil {
@@ -161,18 +198,19 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 		top.add(ns)
 		if ranked {
 			if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ni.jobAllocs < best.jobAllocs) {
-				best, bestNorm = ni, ns
+				best, bestNorm, bestPorts = ni, ns, ports
 			}
 			continue
 		}
 		if best == nil || (bestAvoided && !avoided) || (avoided == bestAvoided && (score < bestScore ||
 			(score == bestScore && (ni.jobAllocs < best.jobAllocs ||
 				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))))) {
-			best, bestScore, bestAvoided = ni, score, avoided
+			best, bestScore, bestAvoided, bestPorts = ni, score, avoided, ports
 		}
 	}
 	m.ScoreMetaData = top.meta()
-	for dim, n := range map[string]int{dimensionCPU: exhaustedCPU, dimensionMemory: exhaustedMem} {
+	exhaustedNet[dimensionCPU], exhaustedNet[dimensionMemory] = exhaustedCPU, exhaustedMem
+	for dim, n := range exhaustedNet {
 		if n > 0 {
 			if m.DimensionExhausted == nil {
 				m.DimensionExhausted = map[string]int{}
@@ -184,9 +222,10 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 		best.used.CPU += need.CPU
 		best.used.MemoryMB += need.MemoryMB
 		best.count(tg.Name, 1)
+		p.bookPorts(best, bestPorts)
 	}
 	m.AllocationTime = int64(time.Since(start))
-	return best, m
+	return best, bestPorts, m
 }
 
 // fitScore is the node's free share (CPU plus memory, each 0..1; an

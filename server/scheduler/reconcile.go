@@ -140,7 +140,10 @@ func compute(snap State, eval *state.Evaluation, usage UsageSource, now time.Tim
 		if err != nil {
 			return nil, err
 		}
-		r.placer = newPlacerFromUsage(nodes, used, allocs)
+		r.placer = newPlacerFromUsage(nodes, used, allocs, func(id string) ([]*state.Allocation, error) {
+			_, as, err := snap.AllocsByNode(nil, id)
+			return as, err
+		})
 	} else {
 		_, cluster, err := snap.Allocs(nil, state.AllNamespaces)
 		if err != nil {
@@ -186,6 +189,9 @@ func compute(snap State, eval *state.Evaluation, usage UsageSource, now time.Tim
 	r.finishDeployment(groups)
 	if r.deployment != nil {
 		r.res.deploymentID = r.deployment.ID
+	}
+	if r.placer.err != nil {
+		return nil, r.placer.err
 	}
 	return r.res, nil
 }

@@ -285,7 +285,7 @@ func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Alloca
 	if prev != nil {
 		avoid = penaltyNodes(prev)
 	}
-	ni, metric := r.placer.place(r.job, gs.tg, avoid)
+	ni, ports, metric := r.placer.place(r.job, gs.tg, avoid)
 	if ni == nil {
 		r.res.recordFailure(gs.tg.Name, metric, r.placer)
 		gs.queued++
@@ -308,6 +308,9 @@ func (r *reconciler) placeAllocNamed(gs *groupState, idx int, prev *state.Alloca
 		ClientStatus:  state.AllocClientStatusPending,
 		DeploymentID:  depID,
 		Metrics:       metric,
+		// Nomad's Resources.Networks and AllocatedResources.Shared.Ports
+		// are read from these.
+		AllocatedPorts: ports,
 	}
 	if prev != nil {
 		a.PreviousAllocation = prev.ID

@@ -23,6 +23,8 @@ type State interface {
 	Job(ws memdb.WatchSet, ns, id string) (uint64, *state.Job, error)
 	JobVersion(ws memdb.WatchSet, ns, id string, version uint64) (uint64, *state.Job, error)
 	AllocsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*state.Allocation, error)
+	// AllocsByNode: the ports taken on a node a group with ports looks at.
+	AllocsByNode(ws memdb.WatchSet, nodeID string) (uint64, []*state.Allocation, error)
 	// Allocs of every namespace (state.AllNamespaces): the per-node usage
 	// without a UsageSource.
 	Allocs(ws memdb.WatchSet, ns string) (uint64, []*state.Allocation, error)

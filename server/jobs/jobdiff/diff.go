@@ -133,6 +133,7 @@ func groupDiff(old, new *state.TaskGroup, contextual bool) *TaskGroupDiff {
 	if o := primitiveObjectDiff(old.Update, new.Update, []string{"Stagger"}, "Update", contextual); o != nil {
 		d.Objects = append(d.Objects, o)
 	}
+	d.Objects = append(d.Objects, networkDiffs(old.Networks, new.Networks, contextual)...)
 	d.Tasks = taskDiffs(old.Tasks, new.Tasks, contextual)
 	return d
 }
