@@ -86,7 +86,7 @@ func (s *Store) NodeUpdateDrain(idx uint64, u *NodeDrainUpdate) error {
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -109,7 +109,7 @@ func (s *Store) NodesDrainComplete(idx uint64, nodeIDs []string, updatedAt int64
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
 
@@ -199,6 +199,6 @@ func (s *Store) NodeUpdateEligibility(idx uint64, nodeID, eligibility string, ev
 			return err
 		}
 	}
-	txn.Commit()
+	commitOrch(txn, idx)
 	return nil
 }
