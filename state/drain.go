@@ -76,7 +76,7 @@ type NodeDrainResult struct {
 // updateNodeDrainImpl): a drain makes the node ineligible and keeps
 // LastDrain up to date. Evals are inserted in the same transaction.
 func (s *Store) NodeUpdateDrain(idx uint64, u *NodeDrainUpdate) error {
-	txn := s.writeTxn()
+	txn := s.orchTxn()
 	defer txn.Abort()
 	if err := nodeDrainTxn(txn, idx, u, false); err != nil {
 		return err
@@ -95,7 +95,7 @@ func (s *Store) NodeUpdateDrain(idx uint64, u *NodeDrainUpdate) error {
 // stay ineligible. A node no longer draining (cancelled meanwhile) or gone
 // is left alone.
 func (s *Store) NodesDrainComplete(idx uint64, nodeIDs []string, updatedAt int64) error {
-	txn := s.writeTxn()
+	txn := s.orchTxn()
 	defer txn.Abort()
 	for _, id := range nodeIDs {
 		raw, err := txn.First(nodesTable, "id", id)
@@ -160,11 +160,7 @@ func nodeDrainTxn(txn *memdb.Txn, idx uint64, u *NodeDrainUpdate, completed bool
 		}
 		n.LastDrain = &last
 	}
-	n.ModifyIndex = idx
-	if err := txn.Insert(nodesTable, &n); err != nil {
-		return fmt.Errorf("failed updating node: %w", err)
-	}
-	return setIndex(txn, nodesTable, idx)
+	return putNodeTxn(txn, idx, &n, nil)
 }
 
 // NodeUpdateEligibility sets a node's scheduling eligibility at idx; a
@@ -173,7 +169,7 @@ func (s *Store) NodeUpdateEligibility(idx uint64, nodeID, eligibility string, ev
 	if eligibility != NodeSchedulingEligible && eligibility != NodeSchedulingIneligible {
 		return errorf(ErrInvalid, "invalid scheduling eligibility %q", eligibility)
 	}
-	txn := s.writeTxn()
+	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(nodesTable, "id", nodeID)
 	if err != nil {
@@ -187,17 +183,8 @@ func (s *Store) NodeUpdateEligibility(idx uint64, nodeID, eligibility string, ev
 		return errorf(ErrInvalid, "can not set node's scheduling eligibility to eligible while it is draining")
 	}
 	n.SchedulingEligibility = eligibility
-	n.ModifyIndex = idx
-	if err := txn.Insert(nodesTable, &n); err != nil {
-		return fmt.Errorf("failed updating node: %w", err)
-	}
-	if err := setIndex(txn, nodesTable, idx); err != nil {
+	if err := putNodeTxn(txn, idx, &n, evals); err != nil {
 		return err
-	}
-	for _, e := range evals {
-		if err := upsertEvalTxn(txn, idx, e); err != nil {
-			return err
-		}
 	}
 	commitOrch(txn, idx)
 	return nil

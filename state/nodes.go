@@ -142,9 +142,19 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 	} else {
 		stored.CreateIndex = idx
 	}
-	stored.ModifyIndex = idx
-	if err := txn.Insert(nodesTable, &stored); err != nil {
-		return fmt.Errorf("failed inserting node: %w", err)
+	if err := putNodeTxn(txn, idx, &stored, evals); err != nil {
+		return err
+	}
+	commitOrch(txn, idx)
+	return nil
+}
+
+// putNodeTxn writes a node at idx, with the evaluations that go with the
+// change.
+func putNodeTxn(txn *memdb.Txn, idx uint64, n *Node, evals []*Evaluation) error {
+	n.ModifyIndex = idx
+	if err := txn.Insert(nodesTable, n); err != nil {
+		return fmt.Errorf("failed writing node: %w", err)
 	}
 	if err := setIndex(txn, nodesTable, idx); err != nil {
 		return err
@@ -154,7 +164,6 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 			return err
 		}
 	}
-	commitOrch(txn, idx)
 	return nil
 }
 
@@ -175,17 +184,8 @@ func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string,
 	n.Status = status
 	n.StatusDescription = description
 	n.StatusUpdatedAt = now
-	n.ModifyIndex = idx
-	if err := txn.Insert(nodesTable, &n); err != nil {
-		return fmt.Errorf("failed updating node: %w", err)
-	}
-	if err := setIndex(txn, nodesTable, idx); err != nil {
+	if err := putNodeTxn(txn, idx, &n, evals); err != nil {
 		return err
-	}
-	for _, e := range evals {
-		if err := upsertEvalTxn(txn, idx, e); err != nil {
-			return err
-		}
 	}
 	commitOrch(txn, idx)
 	return nil
