@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctlplane/ctlplane/server/servertest"
 	jose "github.com/go-jose/go-jose/v4"
 )
 
@@ -236,5 +237,24 @@ func TestAuthMethodExplain(t *testing.T) {
 	// Nothing was minted by any explain.
 	if after := s.mustAdmin(t, "GET", "/v1/acl/tokens", "").Body; after != tokensBefore {
 		t.Errorf("explain minted tokens:\nbefore %s\nafter  %s", tokensBefore, after)
+	}
+}
+
+// TestAuthMethodExplainACLOff: with access control off anyone may explain,
+// and the answer says that login would be refused.
+func TestAuthMethodExplainACLOff(t *testing.T) {
+	s := &lgServer{servertest.Start(t)}
+	key := newLgKey(t, jose.ES256)
+	s.mustAdmin(t, "PUT", methodPath, methodBody(t, "corp", "", key))
+	s.addRule(t, "corp", "", "service", "svc-${value.name}")
+	resp := s.Do(t, "POST", methodPath+"/corp/explain", claimsBody(`{"sub":"Web"}`))
+	if resp.Status != 200 {
+		t.Fatalf("explain: %s", resp)
+	}
+	var out methodExplainOut
+	resp.JSON(t, &out)
+	if out.Error != "401 ACL support disabled" || out.LoginStatus != 401 || out.Token != nil ||
+		len(out.Rules) != 1 || out.Rules[0].BoundName != "svc-web" {
+		t.Errorf("explain with ACLs off: %s", resp.Body)
 	}
 }
