@@ -8,6 +8,7 @@ import "github.com/ctlplane/ctlplane/server/acl"
 type Services struct {
 	// ACL serves the /v1/acl endpoints; nil builds one over the backend.
 	ACL         *acl.Service
+	NodePools   NodePoolService
 	Jobs        JobService
 	Deployments DeploymentService
 	Nodes       NodeService

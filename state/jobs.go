@@ -41,6 +41,8 @@ type Job struct {
 	Type        string
 	Priority    int
 	Datacenters []string
+	// NodePool restricts placement to the pool's nodes ("all": any node).
+	NodePool    string
 	Meta        map[string]string
 	Update      *UpdateStrategy
 	Multiregion *Multiregion

@@ -87,6 +87,7 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 		Type:        str(spec.Type, state.JobTypeService),
 		Priority:    num(spec.Priority, DefaultPriority),
 		Datacenters: append([]string(nil), spec.Datacenters...),
+		NodePool:    str(spec.NodePool, state.NodePoolDefault),
 		Meta:        stringMap(spec.Meta),
 		Stop:        spec.Stop != nil && *spec.Stop,
 	}
@@ -102,6 +103,9 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 	}
 	if len(job.Datacenters) == 0 {
 		job.Datacenters = []string{"*"}
+	}
+	if job.NodePool == "" {
+		job.NodePool = state.NodePoolDefault
 	}
 	// Only service (and system) jobs get the default strategy.
 	var jobUpdate *UpdateSpec

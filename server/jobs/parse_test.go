@@ -20,8 +20,8 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &state.Job{
 		Region: "global", Namespace: "default", ID: "web", Name: "web", Type: "service", Priority: 50,
-		Datacenters: []string{"*"},
-		Update:      DefaultUpdateStrategy(),
+		Datacenters: []string{"*"}, NodePool: "default",
+		Update: DefaultUpdateStrategy(),
 		TaskGroups: []*state.TaskGroup{{
 			Name: "g", Count: 1, Update: DefaultUpdateStrategy(),
 			RestartPolicy:    &state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"},

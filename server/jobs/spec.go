@@ -58,8 +58,10 @@ type JobSpec struct {
 	Affinities  []*AffinitySpec
 	Spreads     []*SpreadSpec
 
+	// NodePool is the pool the job places in (nil or "": "default").
+	NodePool *string
+
 	AllAtOnce                Unsupported
-	NodePool                 Unsupported
 	Periodic                 Unsupported
 	ParameterizedJob         Unsupported
 	UI                       Unsupported
