@@ -52,6 +52,7 @@ var (
 	hclJobFields = map[string]hclField{
 		"name": {"Name", "string"}, "type": {"Type", "string"}, "priority": {"Priority", "int"},
 		"datacenters": {"Datacenters", "strings"}, "namespace": {"Namespace", "string"}, "region": {"Region", "string"},
+		"node_pool": {"NodePool", "string"},
 	}
 	hclUpdateFields = map[string]hclField{
 		"max_parallel": {"MaxParallel", "int"}, "health_check": {"HealthCheck", "string"},
