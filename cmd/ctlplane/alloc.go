@@ -40,6 +40,7 @@ Commands (Nomad's verbs; node IDs by unique prefix):
       -keep-ineligible with -disable: leave the node ineligible
       -m MESSAGE       recorded in the drain's metadata (LastDrain.Meta["message"])
   eligibility -enable|-disable ID    let the scheduler place on the node, or not
+  pool list|info|apply|delete|nodes|jobs   node pools ("ctlplane node pool help")
 
 Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 -token (env CTLPLANE_TOKEN, then NOMAD_TOKEN).
@@ -60,6 +61,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		"status":      nodeStatus,
 		"drain":       nodeDrain,
 		"eligibility": nodeEligibility,
+		"pool":        runNodePool,
 	}, args, stdout, stderr)
 }
 
