@@ -230,6 +230,12 @@ func TestAuthMethodExplain(t *testing.T) {
 			expectError(t, resp, d.status, d.msg)
 		})
 	}
+	// A method in another namespace is found only there.
+	s.mustAdmin(t, "PUT", methodPath, methodBody(t, "teamed", `,"Namespace":"team1"`, key))
+	expectError(t, s.admin(t, "POST", methodPath+"/teamed/explain", claimsBody(`{}`)), 404, "Requested auth method does not exist: ACL not found")
+	if resp := s.admin(t, "POST", methodPath+"/teamed/explain?ns=team1", claimsBody(`{}`)); resp.Status != 200 || !strings.Contains(resp.Body, `"AuthMethod":"teamed"`) {
+		t.Errorf("explain in team1: %s", resp)
+	}
 	// GET on the explain path is not an auth method read.
 	if resp := s.admin(t, "GET", methodPath+"/corp/explain", ""); resp.Status != 405 {
 		t.Errorf("GET explain: %s", resp)

@@ -235,3 +235,18 @@ func TestNodePoolRegistration(t *testing.T) {
 		t.Errorf("register in all: %s", resp)
 	}
 }
+
+// TestNodePoolJobPlan: planning a job in a pool that does not exist is
+// refused as registering it would be.
+func TestNodePoolJobPlan(t *testing.T) {
+	ts := servertest.Start(t)
+	c := nomadClient(t, ts, "")
+	job := nomadJob("lost", 1)
+	job.NodePool = new("nope")
+	_, _, err := c.Jobs().Plan(job, false, nil)
+	expectAPIError(t, err, 400, `job "lost" is in nonexistent node pool "nope"`)
+	job.NodePool = new("all")
+	if _, _, err := c.Jobs().Plan(job, false, nil); err != nil {
+		t.Errorf("plan in all: %v", err)
+	}
+}
