@@ -36,6 +36,7 @@ type Job struct {
 	Type        string `json:",omitempty"`
 	Priority    int    `json:",omitempty"`
 	Datacenters []string
+	NodePool    string `json:",omitempty"`
 	Meta        map[string]string
 	Update      *UpdateStrategy
 	Multiregion *Multiregion

@@ -65,6 +65,16 @@ func TestNodePoolCLI(t *testing.T) {
 	if out := mustCode(t, 0, "node", "pool", "jobs", addr, "gpu"); out != "No jobs\n" {
 		t.Errorf("jobs: %q", out)
 	}
+	job := `{"Job":{"ID":"train","NodePool":"gpu","TaskGroups":[{"Name":"g","Count":1,"Tasks":[{"Name":"t","Driver":"mock_driver","Config":{"run_for":"1h"}}]}]}}`
+	if resp := ts.Do(t, "PUT", "/v1/jobs", job); resp.Status != 200 {
+		t.Fatalf("register: %s", resp)
+	}
+	if out := mustCode(t, 0, "node", "pool", "jobs", addr, "gpu"); !strings.Contains(out, "train  default    service") {
+		t.Errorf("jobs of gpu:\n%s", out)
+	}
+	if out := mustCode(t, 0, "job", "status", addr, "train"); !strings.Contains(out, "Node Pool   = gpu") {
+		t.Errorf("job status:\n%s", out)
+	}
 	if out := mustCode(t, 0, "node", "pool", "delete", addr, "web"); out != "Successfully deleted node pool \"web\"!\n" {
 		t.Errorf("delete printed %q", out)
 	}
@@ -72,7 +82,7 @@ func TestNodePoolCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"delete", addr, "gpu"}, `Error: 409 node pool "gpu" has nodes in regions: [global]`},
+		{[]string{"delete", addr, "gpu"}, `Error: 409 node pool "gpu" has non-terminal jobs in regions: [global]`},
 		{[]string{"info", addr, "web"}, "Error: 404 node pool not found"},
 		{[]string{"apply", addr, write("bad.hcl", `node_pool "x" { colour = "red" }`)}, `unsupported argument "colour"`},
 		{[]string{"apply", addr, write("two.hcl", "node_pool \"a\" {}\nnode_pool \"b\" {}")}, "exactly one node_pool block is needed"},
