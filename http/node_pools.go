@@ -3,7 +3,6 @@ package http
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/acl/bindrule"
@@ -254,7 +253,7 @@ func (h *Handler) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, err
 
 // jobPool is a job's pool; jobs stored before pools existed are in "default".
 func jobPool(j *state.Job) string {
-	if strings.TrimSpace(j.NodePool) == "" {
+	if j.NodePool == "" {
 		return state.NodePoolDefault
 	}
 	return j.NodePool
