@@ -16,6 +16,7 @@ import (
 	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/server/namespaces"
+	"github.com/ctlplane/ctlplane/server/servicereg"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -66,6 +67,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 		Nodes:       nodeSvc,
 		NodeDrain:   nodeSvc,
 		Namespaces:  namespaces.New(deps),
+		Services:    servicereg.New(deps),
 	}
 }
 
