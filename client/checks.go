@@ -20,7 +20,8 @@ import (
 // Service checks of native services (Nomad's client/serviceregistration/
 // checks): the client probes each check of a running allocation every
 // Interval against the host address and port of its label, keeps the
-// latest result, reports it to the servers when its status changes, counts
+// latest result, reports it to the servers when its status (or HTTP
+// status code) changes, counts
 // the results into the allocation's deployment health (health_check =
 // "checks") and restarts a task after check_restart's Limit consecutive
 // failures past its Grace.
@@ -262,11 +263,14 @@ func (cr *checkRunner) record(res *api.CheckResult) {
 	if ar.checkResults == nil {
 		ar.checkResults = map[string]*api.CheckResult{}
 	}
-	if prev == nil || prev.Status != res.Status {
+	// Reported when it says something new: Raft is not written at every
+	// interval of every check.
+	changed := prev == nil || prev.Status != res.Status || prev.StatusCode != res.StatusCode
+	if changed {
 		ar.checkResults[cr.id] = res
 	}
 	cr.checkRestart(res)
-	if prev == nil || prev.Status != res.Status {
+	if changed {
 		ar.changed()
 	}
 }
