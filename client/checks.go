@@ -314,4 +314,5 @@ func (cr *checkRunner) checkRestart(res *api.CheckResult) {
 			cr.ar.c.logger.Warn("check_restart could not restart a task", "alloc", cr.ar.alloc.ID, "task", tr.task.Name, "error", err)
 		}
 	}
+	cr.ar.changed()
 }

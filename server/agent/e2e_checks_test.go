@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
@@ -147,5 +148,65 @@ func assertRegistered(t *testing.T, ts *servertest.TestServer, regs []*nomadapi.
 	sort.Strings(got)
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("registered %v, live %v", got, want)
+	}
+}
+
+// TestCheckRestartEndToEnd: a TCP check of a port nothing listens on
+// (the mock driver runs nothing) fails; after check_restart's limit of
+// consecutive failures its task is restarted with Nomad's event, the
+// failure is reported with the dial error, and a group without
+// health_check = checks still becomes healthy by its task states.
+func TestCheckRestartEndToEnd(t *testing.T) {
+	ts := devAgent(t)
+	nc := nomadClient(t, ts.URL)
+	job := `{"Job":{"ID":"web","Datacenters":["dc1"],` +
+		`"Update":{"MaxParallel":1,"HealthCheck":"task_states","MinHealthyTime":0,"HealthyDeadline":60000000000},` +
+		`"TaskGroups":[{"Name":"g","Count":1,"Networks":[{"DynamicPorts":[{"Label":"db"}]}],` +
+		`"Tasks":[{"Name":"t","Driver":"mock_driver","Config":{},` +
+		`"Services":[{"Name":"db","PortLabel":"db","Provider":"nomad","Checks":[{"Name":"tcp","Type":"tcp","Interval":1000000000,"Timeout":1000000000,` +
+		`"CheckRestart":{"Limit":2,"Grace":0}}]}]}]}]}}`
+	if r := ts.Do(t, http.MethodPost, "/v1/jobs", job); r.Status != http.StatusOK {
+		t.Fatalf("register: %s", r)
+	}
+	waitDeployment(t, ts, 0, "successful", status(state.DeploymentStatusSuccessful))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		as := allocs(t, ts)
+		if len(as) != 1 {
+			t.Fatalf("allocations: %d", len(as))
+		}
+		var a nomadapi.Allocation
+		ts.Do(t, http.MethodGet, "/v1/allocation/"+as[0].ID, "").JSON(t, &a)
+		ev := ""
+		if st := a.TaskStates["t"]; st != nil {
+			for _, e := range st.Events {
+				if e.Type == "Restart Signaled" {
+					ev = e.RestartReason
+				}
+			}
+			if ev != "" {
+				if ev != `healthcheck: check "tcp" unhealthy` || st.Restarts < 1 {
+					t.Fatalf("restart event %q, restarts %d", ev, st.Restarts)
+				}
+				checks, err := nc.Allocations().Checks(a.ID, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range checks {
+					if c.Status != "failure" || c.Task != "t" || !strings.Contains(c.Output, "connection refused") {
+						t.Fatalf("check result %+v", c)
+					}
+				}
+				if len(checks) != 1 {
+					t.Fatalf("checks %+v", checks)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			checks, _ := nc.Allocations().Checks(a.ID, nil)
+			t.Fatalf("the task was not restarted by its check: %+v; checks %+v; services %+v", a.TaskStates["t"], checks, a.Job.TaskGroups[0].Tasks[0].Services[0].Checks[0])
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
