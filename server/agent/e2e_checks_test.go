@@ -126,7 +126,9 @@ func assertRegistered(t *testing.T, ts *servertest.TestServer, regs []*nomadapi.
 			continue
 		}
 		var a struct {
-			AllocatedResources struct{ Shared struct{ Ports []state.AllocatedPort } }
+			AllocatedResources struct {
+				Shared struct{ Ports []state.AllocatedPort }
+			}
 		}
 		ts.Do(t, http.MethodGet, "/v1/allocation/"+stub.ID, "").JSON(t, &a)
 		for _, p := range a.AllocatedResources.Shared.Ports {
