@@ -291,7 +291,7 @@ func (f *acxFixture) expand(t *testing.T, s string) string {
 func acxEndpoints() []acxEndpoint {
 	ok := acxWant{200, ""}
 	okTrue := acxWant{200, "true"}
-	return append(append(append(jobsMatrixRows(), deploymentsMatrixRows()...), nomadCLIMatrixRows()...), []acxEndpoint{
+	return append(append(append(append(jobsMatrixRows(), deploymentsMatrixRows()...), nomadCLIMatrixRows()...), servicesMatrixRows()...), []acxEndpoint{
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},
