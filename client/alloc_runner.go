@@ -106,10 +106,12 @@ func (ar *allocRunner) restartPolicy() api.RestartPolicy {
 func (ar *allocRunner) update(a *api.Allocation, tg *api.TaskGroup) {
 	joined := a.DeploymentID != ar.alloc.DeploymentID
 	ar.alloc = a
+	newChecks := false
 	if tg != nil {
 		if !reflect.DeepEqual(servicesOf(ar.group), servicesOf(tg)) {
 			// Updated in place with other services: new checks.
 			ar.resetChecks()
+			newChecks = true
 		}
 		ar.group = tg
 	}
@@ -117,6 +119,9 @@ func (ar *allocRunner) update(a *api.Allocation, tg *api.TaskGroup) {
 	case api.AllocDesiredStatusStop, api.AllocDesiredStatusEvict:
 		ar.stop()
 		return
+	}
+	if newChecks && !joined {
+		ar.changed() // starts them
 	}
 	if a.ClientStatus == api.AllocClientStatusUnknown && !ar.stopping {
 		// The servers marked it unknown while this node was cut off: tell

@@ -190,8 +190,11 @@ func updateServicesTxn(txn *memdb.Txn, idx uint64, changes memdb.Changes) error 
 				wrote = wrote || n > 0
 				continue
 			}
-			if before != nil && before.ClientStatus == after.ClientStatus && before.DesiredStatus == after.DesiredStatus &&
-				before.JobVersion == after.JobVersion && (before.DeploymentStatus == nil) == (after.DeploymentStatus == nil) {
+			wasLive := before != nil && registered(before)
+			if !wasLive && !registered(after) {
+				continue // never had any, has none now
+			}
+			if wasLive && registered(after) && before.JobVersion == after.JobVersion && isCanary(before) == isCanary(after) {
 				continue // nothing the registrations depend on changed
 			}
 			w, err := syncAllocServicesTxn(txn, idx, after)
@@ -221,6 +224,14 @@ func updateServicesTxn(txn *memdb.Txn, idx uint64, changes memdb.Changes) error 
 	return nil
 }
 
+// registered says whether the allocation has registrations: it runs and
+// is meant to.
+func registered(a *Allocation) bool {
+	return a.ClientStatus == AllocClientStatusRunning && a.DesiredStatus == AllocDesiredStatusRun
+}
+
+func isCanary(a *Allocation) bool { return a.DeploymentStatus != nil && a.DeploymentStatus.Canary }
+
 func deleteServicesTxn(txn *memdb.Txn, index, key string) (int, error) {
 	n, err := txn.DeleteAll(servicesTable, index, key)
 	if err != nil {
@@ -233,7 +244,7 @@ func deleteServicesTxn(txn *memdb.Txn, index, key string) (int, error) {
 // version asks for (none unless it runs), writing only what differs.
 func syncAllocServicesTxn(txn *memdb.Txn, idx uint64, a *Allocation) (bool, error) {
 	want := map[string]*ServiceRegistration{}
-	if a.ClientStatus == AllocClientStatusRunning && a.DesiredStatus == AllocDesiredStatusRun {
+	if registered(a) {
 		raw, err := txn.First(jobVersionsTable, "id", a.Namespace, a.JobID, a.JobVersion)
 		if err != nil {
 			return false, fmt.Errorf("failed job lookup: %w", err)
@@ -329,7 +340,7 @@ func AllocRegistrations(a *Allocation, tg *TaskGroup, node *Node) []*ServiceRegi
 			NodeID: a.NodeID, Datacenter: node.Datacenter, JobID: a.JobID, AllocID: a.ID, Tags: svc.Tags,
 			Address: node.Attributes["unique.network.ip-address"],
 		}
-		if a.DeploymentStatus != nil && a.DeploymentStatus.Canary && len(svc.CanaryTags) > 0 {
+		if isCanary(a) && len(svc.CanaryTags) > 0 {
 			r.Tags = svc.CanaryTags
 		}
 		for _, p := range a.AllocatedPorts {
