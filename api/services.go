@@ -93,3 +93,36 @@ func (c *Client) AllocChecks(ctx context.Context, allocID string, q *QueryOption
 	meta, err := c.query(ctx, "/v1/client/allocation/"+url.PathEscape(allocID)+"/checks", q, &out)
 	return out, meta, err
 }
+
+// ServiceListEntry is one namespace's entry of GET /v1/services.
+type ServiceListEntry struct {
+	Namespace string
+	Services  []struct {
+		ServiceName string
+		Tags        []string
+	}
+}
+
+// Services lists the services per namespace (q.Params["namespace"], "*"
+// for every readable one).
+func (c *Client) Services(ctx context.Context, q *QueryOptions) ([]*ServiceListEntry, *QueryMeta, error) {
+	var out []*ServiceListEntry
+	meta, err := c.query(ctx, "/v1/services", q, &out)
+	return out, meta, err
+}
+
+// Service reads a service's registrations.
+func (c *Client) Service(ctx context.Context, name string, q *QueryOptions) ([]*ServiceRegistration, *QueryMeta, error) {
+	var out []*ServiceRegistration
+	meta, err := c.query(ctx, "/v1/service/"+url.PathEscape(name), q, &out)
+	return out, meta, err
+}
+
+// DeleteService removes one registration of a service (namespace ns).
+func (c *Client) DeleteService(ctx context.Context, ns, name, id string) error {
+	path := "/v1/service/" + url.PathEscape(name) + "/" + url.PathEscape(id)
+	if ns != "" {
+		path += "?namespace=" + url.QueryEscape(ns)
+	}
+	return c.write(ctx, "DELETE", path, nil, nil)
+}

@@ -60,6 +60,17 @@ func TestCLIServicesAndChecksWalkthrough(t *testing.T) {
 	if regs := services(); len(regs) != 2 || regs[0].Address != "127.0.0.1" || regs[0].Port < 20000 || strings.Join(regs[0].Tags, ",") != "v1" {
 		t.Fatalf("GET /v1/service/web: %+v", regs)
 	}
+	out := mustCode(t, 0, "service", "list", addr)
+	if !strings.Contains(out, "Service Name  Namespace  Tags") || !strings.Contains(out, "web           default    [v1]") {
+		t.Errorf("service list:\n%s", out)
+	}
+	out = mustCode(t, 0, "service", "info", addr, "web")
+	if !strings.Contains(out, "Job ID  Address") || strings.Count(out, "web     127.0.0.1:") != 2 {
+		t.Errorf("service info web:\n%s", out)
+	}
+	if out := mustCode(t, 0, "service", "info", addr, "nope"); out != "No service registrations found\n" {
+		t.Errorf("service info nope: %q", out)
+	}
 	allocID := allocsOf(t, ac, "web")[0].ID
 	st := mustCode(t, 0, "alloc", "status", addr, allocID[:8])
 	for _, want := range []string{"Nomad Service Checks:", "web      (group)  alive  healthiness  success  200   nomad: http ok",
@@ -68,7 +79,7 @@ func TestCLIServicesAndChecksWalkthrough(t *testing.T) {
 			t.Errorf("alloc status lacks %q:\n%s", want, st)
 		}
 	}
-	out := mustCode(t, 0, "alloc", "checks", addr, allocID[:8])
+	out = mustCode(t, 0, "alloc", "checks", addr, allocID[:8])
 	for _, want := range []string{"Status of 1 Nomad Service Checks", "Name       = alive", "Status     = success", "StatusCode = 200", "Output     = nomad: http ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("alloc checks lacks %q:\n%s", want, out)
