@@ -31,7 +31,7 @@ func python3Path(t *testing.T) string {
 // new version replaces the allocations.
 func checkedWebJob(python, path, version string) string {
 	return fmt.Sprintf(`{"Job":{"ID":"web","Datacenters":["dc1"],`+
-		`"Update":{"MaxParallel":1,"Canary":1,"MinHealthyTime":500000000,"HealthyDeadline":3000000000,"ProgressDeadline":5000000000,"AutoRevert":true,"AutoPromote":true},`+
+		`"Update":{"MaxParallel":1,"Canary":1,"MinHealthyTime":500000000,"HealthyDeadline":5000000000,"ProgressDeadline":7000000000,"AutoRevert":true,"AutoPromote":true},`+
 		`"TaskGroups":[{"Name":"web","Count":2,"Networks":[{"DynamicPorts":[{"Label":"http"}]}],`+
 		`"ReschedulePolicy":{"Attempts":0,"Unlimited":false},`+
 		`"Services":[{"Name":"web","PortLabel":"http","Provider":"nomad","Checks":[{"Name":"alive","Type":"http","Path":%q,"Interval":1000000000,"Timeout":1000000000}]}],`+
