@@ -212,3 +212,52 @@ func TestCheckRestartEndToEnd(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestReadinessCheckDoesNotDecideHealth: with health_check = "checks", a
+// check with on_update = "ignore" (a readiness check) that fails does not
+// keep the allocation from becoming healthy; its result says readiness.
+// A healthiness check that fails does, until the healthy deadline.
+func TestReadinessCheckDoesNotDecideHealth(t *testing.T) {
+	ts := devAgent(t)
+	nc := nomadClient(t, ts.URL)
+	job := func(onUpdate string) string {
+		return `{"Job":{"ID":"web","Datacenters":["dc1"],` +
+			`"Update":{"MaxParallel":1,"HealthCheck":"checks","MinHealthyTime":0,"HealthyDeadline":2000000000,"ProgressDeadline":0},` +
+			`"TaskGroups":[{"Name":"g","Count":1,"Networks":[{"DynamicPorts":[{"Label":"db"}]}],` +
+			`"Services":[{"Name":"db","PortLabel":"db","Provider":"nomad","Checks":[{"Name":"tcp","Type":"tcp","Interval":1000000000,"Timeout":1000000000,` +
+			`"OnUpdate":"` + onUpdate + `"}]}],` +
+			`"Tasks":[{"Name":"t","Driver":"mock_driver","Config":{},"Env":{"V":"` + onUpdate + `"}}]}]}}`
+	}
+	if r := ts.Do(t, http.MethodPost, "/v1/jobs", job("ignore")); r.Status != http.StatusOK {
+		t.Fatalf("register: %s", r)
+	}
+	waitDeployment(t, ts, 0, "successful", status(state.DeploymentStatusSuccessful))
+	a := allocs(t, ts)[0]
+	checks, err := nc.Allocations().Checks(a.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if c.Mode != "readiness" || c.Status != "failure" {
+			t.Fatalf("readiness check %+v", c)
+		}
+	}
+	if len(checks) != 1 {
+		t.Fatalf("checks %+v", checks)
+	}
+
+	// The same check deciding health: the new allocation is unhealthy at
+	// its deadline, and the deployment (no progress deadline) fails.
+	if r := ts.Do(t, http.MethodPost, "/v1/jobs", job("require_healthy")); r.Status != http.StatusOK {
+		t.Fatalf("register v1: %s", r)
+	}
+	d := waitDeployment(t, ts, 1, "failed", status(state.DeploymentStatusFailed))
+	if d.StatusDescription != "Failed due to unhealthy allocations" {
+		t.Fatalf("deployment of version 1: %q", d.StatusDescription)
+	}
+	for _, x := range allocs(t, ts) {
+		if x.JobVersion == 1 && !x.DeploymentStatus.IsUnhealthy() {
+			t.Fatalf("version 1 allocation %s: %+v", x.ID, x.DeploymentStatus)
+		}
+	}
+}
