@@ -87,6 +87,17 @@ func TestCLIServicesAndChecksWalkthrough(t *testing.T) {
 	}
 
 	mustCode(t, 0, "job", "run", "-detach", addr, "../../examples/web-checks-broken.hcl")
+	// The canary runs, so it is registered (with its version's tags) while its check fails.
+	waitFor(t, "the canary's registration", func() bool {
+		regs := services()
+		v2 := 0
+		for _, r := range regs {
+			if strings.Join(r.Tags, ",") == "v2" {
+				v2++
+			}
+		}
+		return len(regs) == 3 && v2 == 1
+	})
 	d := deployment(1, "failed")
 	if d.StatusDescription != "Failed due to progress deadline - rolling back to job version 0" {
 		t.Fatalf("deployment of version 1: %q", d.StatusDescription)
