@@ -100,6 +100,7 @@ type TaskGroup struct {
 	MaxClientDisconnect *time.Duration `json:",omitempty"`
 	Meta                map[string]string
 	Tasks               []*Task
+	Services            []*Service `json:",omitempty"`
 }
 
 // ReschedulePolicy says how the scheduler replaces failed allocations.
@@ -130,6 +131,7 @@ type Task struct {
 	Resources   *Resources
 	KillTimeout time.Duration
 	KillSignal  string
+	Services    []*Service `json:",omitempty"`
 }
 
 // Resources a task asks for (or a node offers).

@@ -294,7 +294,7 @@ const badPoolName = `invalid node pool "bad name": invalid name "bad name", must
 func acxEndpoints() []acxEndpoint {
 	ok := acxWant{200, ""}
 	okTrue := acxWant{200, "true"}
-	return append(append(append(jobsMatrixRows(), deploymentsMatrixRows()...), nomadCLIMatrixRows()...), []acxEndpoint{
+	return append(append(append(append(jobsMatrixRows(), deploymentsMatrixRows()...), nomadCLIMatrixRows()...), servicesMatrixRows()...), []acxEndpoint{
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},

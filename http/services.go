@@ -15,4 +15,6 @@ type Services struct {
 	NodeDrain   NodeDrainService
 	System      SystemService
 	Namespaces  NamespaceService
+	// Services deletes native service registrations.
+	Services ServiceRegistrationService
 }

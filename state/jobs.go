@@ -119,6 +119,8 @@ type TaskGroup struct {
 	Spreads             []*Spread
 	// Networks is the group's network block (at most one).
 	Networks []*NetworkResource
+	// Services are the group's native services (provider "nomad").
+	Services []*Service `json:",omitempty"`
 }
 
 // RestartPolicy says how a task that exits is restarted in place.
@@ -141,6 +143,8 @@ type Task struct {
 	KillSignal  string
 	Constraints []*Constraint
 	Affinities  []*Affinity
+	// Services are the task's native services (provider "nomad").
+	Services []*Service `json:",omitempty"`
 }
 
 // Resources a task asks for.

@@ -16,7 +16,8 @@ import (
 const allocUsage = `Usage: ctlplane alloc <command> [flags] ID
 
 Commands (Nomad's verbs; IDs by unique prefix):
-  status ID                          show an allocation, its tasks' recent events and its placement metrics
+  status ID                          show an allocation, its tasks' recent events, its service checks and its placement metrics
+  checks ID                          show the latest result of each of the allocation's service checks
   logs [-f] [-stderr] ID [TASK]      print a task's output (-f: follow it as it is written)
   fs [-stat] ID [PATH]               list a directory of the allocation or print a file
   restart [-all-tasks] ID [TASK]     restart a task (default: every running task)
@@ -53,6 +54,7 @@ func runAlloc(args []string, stdout, stderr io.Writer) int {
 		"fs":      allocFS,
 		"restart": allocRestart,
 		"signal":  allocSignal,
+		"checks":  allocChecks,
 	}, args, stdout, stderr)
 }
 
@@ -110,6 +112,7 @@ func allocStatus(args []string, stdout, stderr io.Writer) int {
 		}
 		t.flush()
 	}
+	printAllocChecks(stdout, a.CheckResults)
 	printPlacementMetrics(stdout, a.Metrics)
 	return exitOK
 }

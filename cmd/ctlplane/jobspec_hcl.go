@@ -226,6 +226,10 @@ func hclGroup(b *hclsyntax.Block) (map[string]any, error) {
 			if err := appendSpread(g, sub); err != nil {
 				return nil, err
 			}
+		case "service":
+			if err := appendService(g, sub); err != nil {
+				return nil, err
+			}
 		case "network":
 			n, err := hclNetwork(sub)
 			if err != nil {
@@ -292,6 +296,10 @@ func hclTask(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "resources":
 			if t["Resources"], err = hclSimpleBlock(sub, hclResourceFields); err != nil {
+				return nil, err
+			}
+		case "service":
+			if err := appendService(t, sub); err != nil {
 				return nil, err
 			}
 		default:

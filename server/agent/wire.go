@@ -19,6 +19,7 @@ import (
 	"github.com/ctlplane/ctlplane/server/nodepools"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/scheduler"
+	"github.com/ctlplane/ctlplane/server/servicereg"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
@@ -68,6 +69,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 		NodeDrain:   nodeSvc,
 		Namespaces:  namespaces.New(deps),
 		NodePools:   nodepools.New(deps),
+		Services:    servicereg.New(deps),
 	}
 }
 

@@ -126,6 +126,12 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 			g = &GroupSpec{}
 		}
 		tg := canonicalGroup(g, jobUpdate)
+		tg.Services = canonicalServices(g.Services, job.Name, tg.Name, "", job.Namespace)
+		for i, t := range tg.Tasks {
+			if i < len(g.Tasks) && g.Tasks[i] != nil {
+				t.Services = canonicalServices(g.Tasks[i].Services, job.Name, tg.Name, t.Name, job.Namespace)
+			}
+		}
 		tg.ReschedulePolicy = reschedulePolicy(spec.Reschedule, g.ReschedulePolicy)
 		tg.Migrate = migrateStrategy(spec.Migrate, g.Migrate)
 		job.TaskGroups = append(job.TaskGroups, tg)

@@ -244,7 +244,7 @@ func TestParseUnsupported(t *testing.T) {
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","Resources":{"Networks":[{"DynamicPorts":[{"Label":"http"}]}]}}]}]}`, `Resources.Networks is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","AllAtOnce":true}`, "AllAtOnce is not supported"},
 		{`{"ID":"web","Periodic":{"Enabled":true}}`, "Periodic is not supported"},
-		{`{"ID":"web","TaskGroups":[{"Name":"g","Services":[{"Name":"s"}],"Tasks":[]}]}`, `Services is not supported (task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","Services":[{"Name":"s","Connect":{"Native":true}}],"Tasks":[]}]}`, `Services.Connect is not supported (service "s" in task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","EphemeralDisk":{"SizeMB":500},"Tasks":[]}]}`, `EphemeralDisk is not supported (task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","LogConfig":{"MaxFiles":3}}]}]}`, `LogConfig is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","RestartPolicy":{"Attempts":5}}]}]}`, `RestartPolicy is not supported (task "t" in task group "g")`},
