@@ -60,8 +60,9 @@ echo "== 5. Go benchmarks"
 go test -run '^$' -bench . -benchtime 200000x ./server/acl/
 # Validating a never-seen BindName, with the one-pass parsers and with
 # go-bexpr and HIL parsing every field (the before), same run.
-go test -run '^$' -bench 'ValidateDistinct' -benchtime 20000x ./server/acl/bindrule/ | tee /dev/stderr |
-	awk '/^BenchmarkValidateDistinct\// { split($1, a, "[/-]"); print "metric\tvalidate." a[2] ".ns\t" $3 "\tns" }' >>"$summary"
+go test -run '^$' -bench 'ValidateDistinct' -benchtime 20000x ./server/acl/bindrule/ >"$dir/validate.txt"
+cat "$dir/validate.txt"
+awk '/^BenchmarkValidateDistinct\// { split($1, a, "[/-]"); print "metric\tvalidate." a[2] ".ns\t" $3 "\tns" }' "$dir/validate.txt" >>"$summary"
 
 # ---- 6. issue 20 items 2, 4, 5 (evaluations in bulk, events to thousands,
 # memory): the perforch branch adds its scripts/orchbench runs HERE. Each
