@@ -145,6 +145,30 @@ func FuzzSimpleParsers(f *testing.F) {
 	})
 }
 
+// FuzzSimpleSubset builds inputs that are mostly in the subset from fuzzed
+// parts (paths, values, spaces, literal text), so that the differential
+// check runs where the simple parsers answer, not only where they defer.
+func FuzzSimpleSubset(f *testing.F) {
+	f.Add("value.team", "a", " ", uint8(0), "svc1-", "value.name", "-x")
+	f.Add("a.b/c", `"x y"`, "\t", uint8(3), "", "x-y.z", "")
+	f.Add("value.n", "-1.5", "", uint8(1), "Web", "_a", "\n")
+	f.Fuzz(func(t *testing.T, path, value, space string, ops uint8, prefix, name, suffix string) {
+		if len(path)+len(value)+len(space)+len(prefix)+len(name)+len(suffix) > 512 {
+			return
+		}
+		op := []string{"==", "!="}[ops&1]
+		clause := path + space + op + space + value
+		sel := clause
+		for range int(ops>>1) & 3 {
+			sel += " and" + space + " " + clause
+		}
+		tmpl := prefix + "${" + space + name + space + "}" + suffix
+		for _, bt := range []string{"service", "role"} {
+			sameAnswers(t, sel, bt, tmpl, map[string]string{name: value, "value.name": value})
+		}
+	})
+}
+
 // BenchmarkValidateDistinct validates rules whose BindName was never seen
 // (svc<N>-${value.name}, the load generator's headline load) as a create
 // against a jwt method does: the rule's fields, then its selector and
