@@ -95,7 +95,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A page of the app (e.g. /ui/jobs/web): index.html. A missing
 		// asset (a path with an extension) is a real 404, so that a typo
 		// in a script's name does not come back as HTML.
-		if strings.Contains(path.Base(name), ".") {
+		if name != "" && strings.Contains(path.Base(name), ".") {
 			http.Error(w, "UI asset "+name+" not found", http.StatusNotFound)
 			return
 		}

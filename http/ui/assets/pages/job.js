@@ -30,11 +30,8 @@ export async function mount(main, [ns, id], scope) {
     if (job.status === 'rejected') replace(header, errorBox(job.reason));
     else {
       const j = job.value.data;
-      replace(header, h('dl', {class: 'counts'},
-        h('dt', {}, 'Namespace'), h('dd', {}, j.Namespace),
-        h('dt', {}, 'Status'), h('dd', {}, status(j.Status)),
-        h('dt', {}, 'Version'), h('dd', {}, String(j.Version)),
-        h('dt', {}, 'Type'), h('dd', {}, j.Type)));
+      replace(header, h('p', {}, `Namespace ${j.Namespace} · `, status(j.Status),
+        ` · version `, h('span', {id: 'job-version'}, String(j.Version)), ` · ${j.Type}`, j.Stop ? ' · stopped' : ''));
     }
     renderDeployment(d);
     renderVersions(v);
@@ -107,7 +104,7 @@ export async function mount(main, [ns, id], scope) {
     const heading = h('h2', {id: 'versions-heading'}, 'Versions');
     if (res.status === 'rejected') return replace(versions, heading, errorBox(res.reason));
     const {Versions: vs, Diffs: diffs} = res.value.data;
-    replace(versions, heading, h('ol', {reversed: true, class: 'versions'}, vs.map((v, i) => h('li', {'data-version': String(v.Version)},
+    replace(versions, heading, h('ul', {class: 'versions'}, vs.map((v, i) => h('li', {'data-version': String(v.Version)},
       h('strong', {}, `Version ${v.Version}`), v.Stable ? ' (stable)' : '', ` · submitted ${time(v.SubmitTime)}`,
       i + 1 < vs.length ? diffList(diffs && diffs[i]) : h('p', {class: 'muted'}, 'First version.')))));
   }

@@ -1,0 +1,78 @@
+package ui_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ctlplane/ctlplane/server/servertest"
+)
+
+// The UI's files: types, caching, security headers, the app's pages
+// falling back to index.html, / redirecting to /ui/.
+func TestUIServing(t *testing.T) {
+	ts := servertest.Start(t)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string, hdr ...string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, path := range []string{"/", "/ui"} {
+		if resp, _ := get(path); resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "/ui/" {
+			t.Errorf("GET %s: %d Location %q, want 307 to /ui/", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	for path, want := range map[string]string{
+		"/ui/":                     "text/html; charset=utf-8",
+		"/ui/jobs/default/web":     "text/html; charset=utf-8",
+		"/ui/acl/explain":          "text/html; charset=utf-8",
+		"/ui/app.js":               "text/javascript; charset=utf-8",
+		"/ui/pages/deployments.js": "text/javascript; charset=utf-8",
+		"/ui/style.css":            "text/css; charset=utf-8",
+	} {
+		resp, body := get(path)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != want {
+			t.Errorf("GET %s: %d %q, want 200 %q", path, resp.StatusCode, resp.Header.Get("Content-Type"), want)
+		}
+		if strings.HasSuffix(want, "html; charset=utf-8") && !strings.Contains(body, `<script type="module" src="/ui/app.js">`) {
+			t.Errorf("GET %s: not the app's index.html: %.200s", path, body)
+		}
+		for h, v := range map[string]string{"Content-Security-Policy": "default-src 'self'", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"} {
+			if got := resp.Header.Get(h); !strings.HasPrefix(got, v) {
+				t.Errorf("GET %s: %s %q, want %q", path, h, got, v)
+			}
+		}
+		etag := resp.Header.Get("ETag")
+		if len(etag) < 10 || etag[0] != '"' {
+			t.Errorf("GET %s: ETag %q", path, etag)
+			continue
+		}
+		if resp, body := get(path, "If-None-Match", etag); resp.StatusCode != http.StatusNotModified || body != "" {
+			t.Errorf("GET %s with its ETag: %d %q, want 304 and no body", path, resp.StatusCode, body)
+		}
+		if resp, _ := get(path, "If-None-Match", `"other"`); resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s with another ETag: %d, want 200", path, resp.StatusCode)
+		}
+	}
+	if resp, body := get("/ui/missing.js"); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "UI asset missing.js not found") {
+		t.Errorf("GET a missing asset: %d %q, want 404", resp.StatusCode, body)
+	}
+	if r := ts.Do(t, http.MethodPost, "/ui/", ""); r.Status != http.StatusMethodNotAllowed {
+		t.Errorf("POST /ui/: %d, want 405", r.Status)
+	}
+	// No inline script anywhere: the CSP would block it.
+	if _, body := get("/ui/"); strings.Contains(body, "<script>") || strings.Contains(body, " onclick=") {
+		t.Errorf("index.html has inline script: %s", body)
+	}
+}
