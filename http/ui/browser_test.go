@@ -267,5 +267,6 @@ func (p *page) click(sel string) {
 // fill replaces the value of the input sel with v, as typed.
 func (p *page) fill(sel, v string) {
 	p.t.Helper()
-	p.run("fill "+sel, chromedp.SetValue(chromedp.CSS(sel), ""), chromedp.SendKeys(chromedp.CSS(sel), v))
+	eval[bool](p, "clear "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (e) e.value = ""; return !!e; })()`, jsString(sel)))
+	p.run("fill "+sel, chromedp.SendKeys(chromedp.CSS(sel), v))
 }

@@ -21,6 +21,10 @@ export async function mount(main, _params, scope) {
     BindType: field('BindType', 'Bind type', h('select', {}, ['service', 'node', 'role'].map(t => h('option', {value: t}, t)))),
     BindName: field('BindName', 'Bind name', h('input', {required: true, autocomplete: 'off', class: 'mono'})),
   };
+  // Messages name fields their own way: "invalid bind name", "no AuthMethod is set".
+  f.BindName.aliases = ['bind name'];
+  f.BindType.aliases = ['bind type'];
+  f.AuthMethod.aliases = ['auth method'];
   const fields = Object.values(f);
   const formErr = h('p', {class: 'error', id: 'form-error', role: 'alert'});
   let editing = null;
