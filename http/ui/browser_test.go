@@ -270,3 +270,14 @@ func (p *page) fill(sel, v string) {
 	eval[bool](p, "clear "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (e) e.value = ""; return !!e; })()`, jsString(sel)))
 	p.run("fill "+sel, chromedp.SendKeys(chromedp.CSS(sel), v))
 }
+
+// setSelect picks value in the select sel, as a person would (a change event).
+func setSelect(sel, value string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		ok, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return false; e.value = %s; e.dispatchEvent(new Event("change", {bubbles: true})); return e.value === %s; })()`, jsString(sel), jsString(value), jsString(value)))(ctx, t)
+		if err == nil && !ok {
+			err = fmt.Errorf("no option %q in %s", value, sel)
+		}
+		return err
+	})
+}

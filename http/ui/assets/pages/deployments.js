@@ -68,5 +68,7 @@ export async function mount(main, _params, scope) {
   }
 
   const index = await load();
+  // When the first page showed, for whoever measures (the tests do).
+  performance.mark('ctlplane:deployments-rendered');
   follow(scope, {topics: ['Deployment']}, index, load);
 }
