@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,3 +100,5 @@ func waitDeployment(t *testing.T, ts *servertest.TestServer, v uint64, what stri
 	})
 	return d
 }
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

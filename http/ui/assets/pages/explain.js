@@ -46,6 +46,7 @@ function render(out, r) {
   const t = r.Token || {};
   const names = (xs, f) => (xs || []).map(f).join(', ') || '—';
   replace(out, h('h2', {}, `Login with ${r.AuthMethod}`),
+    r.Error ? h('p', {class: 'error', id: 'explain-login-error'}, `A login would be refused: ${r.Error}`) : null,
     h('h3', {}, 'Projected variables'),
     table('Projected variables', [['Variable', ([k]) => h('code', {}, k)], ['Value', ([, v]) => typeof v === 'string' ? v : JSON.stringify(v)]],
       Object.entries(r.ProjectedVars || {}).sort(([a], [b]) => a.localeCompare(b)), 'None.'),
@@ -61,8 +62,8 @@ function render(out, r) {
     r.Token ? h('dl', {id: 'explain-token', class: 'counts'},
       h('dt', {}, 'Roles'), h('dd', {}, names(t.Roles, x => x.Name || x.ID || String(x))),
       h('dt', {}, 'Service identities'), h('dd', {}, names(t.ServiceIdentities, x => x.ServiceName || String(x))),
-      h('dt', {}, 'Node identities'), h('dd', {}, names(t.NodeIdentities, x => x.NodeName || String(x))),
+      h('dt', {}, 'Node identities'), h('dd', {}, names(t.NodeIdentities, x => x.Datacenter ? `${x.NodeName} (${x.Datacenter})` : x.NodeName || String(x))),
       h('dt', {}, 'Policies'), h('dd', {}, names(t.Policies, x => x.Name || x.ID || String(x))),
       h('dt', {}, 'Local'), h('dd', {}, t.Local ? 'yes' : 'no'),
-      h('dt', {}, 'Expires after'), h('dd', {}, t.ExpirationTTL || 'never')) : h('p', {class: 'muted'}, 'No token: no rule matched, so the login would be refused.'));
+      h('dt', {}, 'Expires after'), h('dd', {}, t.ExpirationTTL || 'never')) : h('p', {class: 'muted', id: 'explain-no-token'}, 'No token would be minted.'));
 }

@@ -24,7 +24,7 @@ export async function mount(main, _params, scope) {
   };
   // Config errors name their key (JWKSURL, BoundAudiences, ClaimMappings…).
   f.Config.aliases = ['config', 'JWKS', 'JWTValidationPubKeys', 'OIDCDiscoveryURL', 'BoundAudiences', 'BoundIssuer', 'ClaimMappings', 'ListClaimMappings', 'JWTSupportedAlgs'];
-  f.MaxTokenTTL.aliases = ['TTL'];
+  f.MaxTokenTTL.aliases = ['TTL', 'duration'];
   f.DisplayName.aliases = ['display name'];
   const fields = Object.values(f);
   const formErr = h('p', {class: 'error', id: 'form-error', role: 'alert'});
