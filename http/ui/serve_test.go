@@ -76,3 +76,14 @@ func TestUIServing(t *testing.T) {
 		t.Errorf("index.html has inline script: %s", body)
 	}
 }
+
+// Only GET and HEAD are redirected: a 307 would repeat a PUT at /ui/.
+func TestUIRedirectMethods(t *testing.T) {
+	ts := servertest.Start(t)
+	for _, path := range []string{"/", "/ui"} {
+		r := ts.Do(t, http.MethodPut, path, "")
+		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "GET, HEAD" || !strings.Contains(r.Body, "method PUT not allowed") {
+			t.Errorf("PUT %s: %d Allow %q %q", path, r.Status, r.Header.Get("Allow"), r.Body)
+		}
+	}
+}

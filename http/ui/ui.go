@@ -127,7 +127,13 @@ func etagMatch(header, etag string) bool {
 	return false
 }
 
-// Redirect sends the API's root to the UI.
+// Redirect sends the API's root to the UI (GET and HEAD: a 307 would
+// repeat any other method at /ui/).
 func Redirect(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method "+r.Method+" not allowed", http.StatusMethodNotAllowed)
+		return
+	}
 	http.Redirect(w, r, Prefix, http.StatusTemporaryRedirect)
 }
