@@ -57,9 +57,20 @@ func TestUICanaryRollout(t *testing.T) {
 		t.Fatalf("after Promote: %+v", d1)
 	}
 
-	// Version 2, failed from the browser: rolled back to version 1.
-	register(t, ts, jobBody(2, 1, "v2"))
-	p.waitText("#deployment", "version 2", 3*time.Second)
+	// Version 2, planned and run from the browser, then failed there:
+	// rolled back to version 1.
+	p.click(`nav a[href="/ui/jobs/run"]`)
+	p.waitText("h1", "Run a job", 3*time.Second)
+	p.fill("#job-spec", jobBody(2, 1, "v2"))
+	p.click("#plan-job")
+	p.waitText("#plan-result", "stdout_string: v1 → v2", 5*time.Second)
+	p.waitText(`#plan-result table[aria-label="Planned changes per group"] tbody tr`, "web", time.Second)
+	if got := eval[string](p, "canary column", `document.querySelector('#plan-result tbody tr td:nth-child(6)').textContent`); got != "1" {
+		t.Errorf("the plan's Canary count: %q, want 1", got)
+	}
+	p.click("#run-job")
+	p.waitText("h1", "Job web", 3*time.Second)
+	p.waitText("#deployment", "version 2", 5*time.Second)
 	p.waitText(`#deployment [data-count="canaries"]`, "1/1", 10*time.Second)
 	p.click(`#deployment button[data-action="fail"]`)
 	// The rollback is version 3 (a copy of version 1) with its own deployment.

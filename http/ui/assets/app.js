@@ -2,6 +2,7 @@
 // and each page's scope (what to close when it is left).
 import {h, replace, errorText} from './dom.js';
 import {capabilities, getToken, setToken} from './api.js';
+import {navigate, setRouter} from './nav.js';
 import * as deployments from './pages/deployments.js';
 import * as job from './pages/job.js';
 import * as historyPage from './pages/history.js';
@@ -10,9 +11,11 @@ import * as nodes from './pages/nodes.js';
 import * as rules from './pages/rules.js';
 import * as methods from './pages/methods.js';
 import * as explain from './pages/explain.js';
+import * as run from './pages/run.js';
 
 const routes = [
   [/^\/ui\/?$/, deployments, 'deployments'],
+  [/^\/ui\/jobs\/run\/?$/, run, 'run'],
   [/^\/ui\/jobs\/([^/]+)\/([^/]+)$/, job, 'deployments'],
   [/^\/ui\/deployments\/([^/]+)$/, historyPage, 'deployments'],
   [/^\/ui\/allocations\/([^/]+)$/, alloc, 'deployments'],
@@ -53,12 +56,7 @@ async function route() {
   replace(main, h('h1', {}, 'Not found'), h('p', {}, `No page at ${path}.`));
 }
 
-// navigate opens an app page without reloading.
-export function navigate(href) {
-  history.pushState(null, '', href);
-  route();
-  document.getElementById('main').focus();
-}
+setRouter(route);
 
 document.addEventListener('click', (e) => {
   const a = e.target.closest('a');

@@ -132,7 +132,7 @@ export function allocTable(list) {
 }
 
 // diffList renders a job diff (the server's, as `job plan` prints it).
-function diffList(diff) {
+export function diffList(diff) {
   if (!diff || diff.Type === 'None') return h('p', {class: 'muted'}, 'No changes from the previous version.');
   const sign = {Added: '+', Deleted: '-', Edited: '~', None: ' '};
   const field = f => h('li', {class: `diff-${f.Type.toLowerCase()}`}, `${sign[f.Type]} ${f.Name}: `,
