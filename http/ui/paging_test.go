@@ -64,6 +64,14 @@ func TestUIDeploymentsPaged(t *testing.T) {
 	if shown < 0 || shown > 1500 {
 		t.Errorf("the first page took %.0f ms", shown)
 	}
+	// Again, as a later visit: the modules are revalidated (ETag, 304).
+	p.open("/ui/nodes", "#nodes")
+	p.open("/ui/", "#deployments table")
+	again := eval[float64](p, "render timing", `performance.getEntriesByName("ctlplane:deployments-rendered")[0].startTime`)
+	t.Logf("and %.0f ms on a later visit", again)
+	if again > 1500 {
+		t.Errorf("the first page took %.0f ms on a later visit", again)
+	}
 	if n := p.count("#deployments tbody tr"); n != 25 {
 		t.Fatalf("first page: %d rows, want 25", n)
 	}

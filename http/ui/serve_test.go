@@ -2,7 +2,10 @@ package ui_test
 
 import (
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,5 +88,29 @@ func TestUIRedirectMethods(t *testing.T) {
 		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "GET, HEAD" || !strings.Contains(r.Body, "method PUT not allowed") {
 			t.Errorf("PUT %s: %d Allow %q %q", path, r.Status, r.Header.Get("Allow"), r.Body)
 		}
+	}
+}
+
+// index.html preloads every module (a page's first paint waits for them
+// all; one round instead of one per level of imports): a new module must
+// be listed there.
+func TestUIModulesPreloaded(t *testing.T) {
+	index, err := os.ReadFile("assets/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = filepath.WalkDir("assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".js") || p == "assets/app.js" {
+			return err
+		}
+		n++
+		if link := `<link rel="modulepreload" href="/ui/` + strings.TrimPrefix(p, "assets/") + `">`; !strings.Contains(string(index), link) {
+			t.Errorf("index.html lacks %s", link)
+		}
+		return nil
+	})
+	if err != nil || n < 10 {
+		t.Fatalf("%d modules, %v", n, err)
 	}
 }

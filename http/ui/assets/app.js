@@ -78,7 +78,9 @@ async function session() {
   } catch (e) {
     if (e.status === 403 && getToken()) {
       setToken('');
-      return session().then(() => showLoginError(`The token was refused: ${e.message}`));
+      await session();
+      showLoginError(`The token was refused: ${e.message}`);
+      return;
     }
     replace(box, h('span', {class: 'error'}, errorText(e)));
     return;
@@ -106,4 +108,7 @@ function showLoginError(msg) {
   if (el) el.textContent = msg;
 }
 
-session().then(route);
+// The page's data and the session box load side by side: a page needs the
+// token (session storage), not the session box.
+route();
+session();
