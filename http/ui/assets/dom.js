@@ -63,14 +63,6 @@ export function errorText(err) {
   return err && err.message ? err.message : String(err);
 }
 
-// debounce runs fn once per burst of calls, ms after the last.
-export function debounce(fn, ms) {
-  let timer = null;
-  const d = (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), ms); };
-  d.cancel = () => clearTimeout(timer);
-  return d;
-}
-
 // link is an in-app link (the router intercepts its clicks).
 export function link(href, ...children) { return h('a', {href}, ...children); }
 
