@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctlplane/ctlplane/server/servertest"
 )
@@ -112,5 +113,39 @@ func TestUIModulesPreloaded(t *testing.T) {
 	})
 	if err != nil || n < 10 {
 		t.Fatalf("%d modules, %v", n, err)
+	}
+}
+
+// Each server serves the UI itself: a server left without a leader (the
+// other two stopped) still serves it, while the API it would forward is
+// unavailable.
+func TestUIServedByEveryServer(t *testing.T) {
+	nodes := servertest.StartCluster(t, 3)
+	leader := servertest.Leader(t, nodes)
+	var rest []*servertest.TestServer
+	for _, n := range nodes {
+		if n != leader {
+			rest = append(rest, n)
+		}
+	}
+	for _, n := range nodes {
+		if r := n.Do(t, http.MethodGet, "/ui/", ""); r.Status != http.StatusOK || !strings.Contains(r.Body, "/ui/app.js") {
+			t.Fatalf("%s: GET /ui/: %d", n.URL, r.Status)
+		}
+	}
+	if err := leader.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rest[0].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	alone := rest[1]
+	waitFor(t, 20*time.Second, "the last server to lose its leader", func() bool {
+		return alone.Do(t, http.MethodGet, "/v1/deployments", "").Status == http.StatusServiceUnavailable
+	})
+	for _, path := range []string{"/ui/", "/ui/jobs/default/web", "/ui/app.js"} {
+		if r := alone.Do(t, http.MethodGet, path, ""); r.Status != http.StatusOK {
+			t.Errorf("without a leader: GET %s: %d %s", path, r.Status, r.Body)
+		}
 	}
 }
