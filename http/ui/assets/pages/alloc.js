@@ -11,6 +11,8 @@ export async function mount(main, [id], scope) {
   replace(main, h('h1', {}, `Allocation ${short(id)}`), head, tasks, logs);
   let caps = null;
   let logsReady = false;
+  // The outcome of the last action: kept across live redraws.
+  const msg = h('p', {id: 'action-result', role: 'status'});
 
   async function load() {
     let res;
@@ -22,7 +24,6 @@ export async function mount(main, [id], scope) {
     }
     const a = res.data;
     if (!caps) { try { caps = await capabilities(a.Namespace); } catch (e) { caps = null; } }
-    const msg = h('p', {id: 'action-result', role: 'status'});
     const can = caps && caps.can('alloc-lifecycle');
     const act = (label, path) => h('button', {type: 'button', 'data-action': label.toLowerCase(), onclick: async (e) => {
       e.target.disabled = true;

@@ -18,6 +18,8 @@ export async function mount(main, [ns, id], scope) {
   try { caps = await capabilities(ns); } catch (e) { caps = null; }
   const canSubmit = caps && caps.can('submit-job');
   let countdown = null;
+  // The outcome of the last action: kept across live redraws.
+  const msg = h('p', {id: 'action-result', role: 'status'});
   scope.onClose(() => clearInterval(countdown));
 
   async function load() {
@@ -72,25 +74,35 @@ export async function mount(main, [ns, id], scope) {
     };
     tick();
     countdown = setInterval(tick, 1000);
-    const msg = h('p', {id: 'action-result', role: 'status'});
+    // A live redraw must not drop the keyboard focus: keep it on the same
+    // action, or the next one offered (Pause becomes Resume).
+    const focused = depl.contains(document.activeElement) ? document.activeElement.dataset.action || 'other' : null;
     replace(depl, heading,
       h('p', {}, h('a', {href: `/ui/deployments/${enc(d.ID)}`, class: 'mono'}, short(d.ID)), ' ',
         status(d.Status), ` version ${d.JobVersion} · ${d.StatusDescription} · `,
         h('a', {href: `/ui/deployments/${enc(d.ID)}`}, 'history')),
       canSubmit ? actions(d, msg) : null, msg, groups);
+    if (focused) {
+      const again = depl.querySelector(`button[data-action="${focused}"]`) || depl.querySelector('button[data-action]') || depl.querySelector('a');
+      if (again) again.focus();
+    }
   }
 
   function actions(d, msg) {
     const needsPromotion = Object.values(d.TaskGroups || {}).some(g => g.DesiredCanaries > 0 && !g.Promoted);
+    // Busy buttons are marked, not disabled: a disabled button would drop
+    // the keyboard focus.
     const act = (label, path, body, cls) => h('button', {type: 'button', class: cls, 'data-action': label.toLowerCase(), onclick: async (e) => {
-      e.target.disabled = true;
+      const b = e.currentTarget;
+      if (b.getAttribute('aria-busy') === 'true') return;
+      b.setAttribute('aria-busy', 'true');
       try {
         await put(`/v1/deployment/${path}/${enc(d.ID)}`, Object.assign({DeploymentID: d.ID}, body));
         msg.textContent = `${label}: done`;
       } catch (err) {
         msg.textContent = `${label}: ${errorText(err)}`;
-        e.target.disabled = false;
       }
+      b.removeAttribute('aria-busy');
     }}, label);
     const btns = [];
     if (d.Status === 'running' && needsPromotion) btns.push(act('Promote', 'promote', {All: true}, 'primary'));
