@@ -61,6 +61,18 @@ func TestUIBindingRuleErrorsAtTheirFields(t *testing.T) {
 	p.fill("#f-Selector", `serviceaccount.namespace == "prod"`)
 	p.click(`#rule-form button[type="submit"]`)
 	p.waitText("#rules table", `serviceaccount.namespace == "prod"`, 3*time.Second)
+
+	// Delete asks once more, in place.
+	p.click(`#rules button[data-action="delete"]`)
+	p.waitText(`#rules button[data-action="delete"]`, "Confirm delete", time.Second)
+	if r := ts.Do(t, http.MethodGet, "/v1/acl/binding-rules", ""); r.Body == "[]" {
+		t.Fatal("the first press deleted the rule")
+	}
+	p.click(`#rules button[data-action="delete"]`)
+	p.waitText("#rules", "No binding rules.", 3*time.Second)
+	if r := ts.Do(t, http.MethodGet, "/v1/acl/binding-rules", ""); r.Body != "[]" {
+		t.Errorf("after Delete: %s", r.Body)
+	}
 }
 
 // With ACLs on: a read-only token sees the job and its running deployment

@@ -83,6 +83,16 @@ func TestUIAuthMethods(t *testing.T) {
 	p.click(`#method-form button[type="submit"]`)
 	p.waitText("#methods table", "the cluster's service accounts", 3*time.Second)
 
+	// Delete, confirmed in place.
+	p.click(`#methods button[data-action="delete"]`)
+	p.click(`#methods button[data-action="delete"]`)
+	p.waitText("#methods", "No auth methods.", 3*time.Second)
+	if r := ts.Do(t, http.MethodGet, "/v1/acl/auth-method/k8s", ""); r.Status != http.StatusNotFound {
+		t.Errorf("after Delete: %d %s", r.Status, r.Body)
+	}
+	ts.Do(t, http.MethodPut, "/v1/acl/auth-method", `{"Name":"k8s","Type":"jwt","Config":`+string(cfg)+`}`)
+	p.waitText("#methods table", "k8s", 3*time.Second)
+
 	// The explain page offers the method.
 	p.click(`#methods a[href="/ui/acl/explain?method=k8s"]`)
 	p.waitText("#explain-method", "k8s", 3*time.Second)

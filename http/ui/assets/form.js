@@ -37,3 +37,18 @@ export function clearErrors(fields, formErr) {
   for (const f of fields) { f.err.textContent = ''; f.input.removeAttribute('aria-invalid'); }
   formErr.textContent = '';
 }
+
+// deleteButton asks once more in place (no modal dialog): the first press
+// turns it into "Confirm delete", the second runs del.
+export function deleteButton(label, del, onError) {
+  const b = h('button', {type: 'button', class: 'danger', 'aria-label': label, 'data-action': 'delete', onclick: async () => {
+    if (b.dataset.armed !== 'true') {
+      b.dataset.armed = 'true';
+      b.textContent = 'Confirm delete';
+      b.setAttribute('aria-label', `Confirm: ${label}`);
+      return;
+    }
+    try { await del(); } catch (err) { onError(err); }
+  }}, 'Delete');
+  return b;
+}

@@ -4,7 +4,7 @@
 import {h, replace, table, errorBox, errorText, enc} from '../dom.js';
 import {get, put, del, capabilities} from '../api.js';
 import {follow} from '../live.js';
-import {field, showError, clearErrors} from '../form.js';
+import {field, showError, clearErrors, deleteButton} from '../form.js';
 
 export async function mount(main, _params, scope) {
   const list = h('section', {id: 'methods', 'aria-labelledby': 'methods-heading'});
@@ -82,10 +82,8 @@ export async function mount(main, _params, scope) {
         h('button', {type: 'button', 'aria-label': `Edit ${m.Name}`, onclick: async () => {
           try { edit((await get(`/v1/acl/auth-method/${enc(m.Name)}`)).data); } catch (err) { formErr.textContent = errorText(err); }
         }}, 'Edit'),
-        h('button', {type: 'button', class: 'danger', 'aria-label': `Delete ${m.Name}`, onclick: async () => {
-          if (!confirm(`Delete auth method ${m.Name}? Its binding rules and tokens go with it.`)) return;
-          try { await del(`/v1/acl/auth-method/${enc(m.Name)}`); } catch (err) { formErr.textContent = errorText(err); }
-        }}, 'Delete')) : '—'],
+        deleteButton(`Delete ${m.Name} (its binding rules and the tokens it made go with it)`, () => del(`/v1/acl/auth-method/${enc(m.Name)}`),
+          (err) => { formErr.textContent = errorText(err); })) : '—'],
     ], res.data, 'No auth methods.'));
     if (!editor.firstChild) edit(null);
     return res.index;

@@ -3,7 +3,7 @@
 import {h, replace, table, short, errorBox, errorText} from '../dom.js';
 import {get, put, del, capabilities} from '../api.js';
 import {follow} from '../live.js';
-import {field, showError, clearErrors} from '../form.js';
+import {field, showError, clearErrors, deleteButton} from '../form.js';
 
 export async function mount(main, _params, scope) {
   const list = h('section', {id: 'rules', 'aria-labelledby': 'rules-heading'});
@@ -84,10 +84,8 @@ export async function mount(main, _params, scope) {
         h('button', {type: 'button', 'aria-label': `Edit rule ${short(r.ID)}`, onclick: async () => {
           try { edit((await get(`/v1/acl/binding-rule/${r.ID}?ns=${encodeURIComponent(r.Namespace)}`)).data); } catch (err) { formErr.textContent = errorText(err); }
         }}, 'Edit'),
-        h('button', {type: 'button', class: 'danger', 'aria-label': `Delete rule ${short(r.ID)}`, onclick: async () => {
-          if (!confirm(`Delete binding rule ${r.ID}?`)) return;
-          try { await del(`/v1/acl/binding-rule/${r.ID}?ns=${encodeURIComponent(r.Namespace)}`); } catch (err) { formErr.textContent = errorText(err); }
-        }}, 'Delete')) : '—'],
+        deleteButton(`Delete rule ${short(r.ID)}`, () => del(`/v1/acl/binding-rule/${r.ID}?ns=${encodeURIComponent(r.Namespace)}`),
+          (err) => { formErr.textContent = errorText(err); })) : '—'],
     ], res.data, 'No binding rules.'));
     if (!editor.firstChild) renderEditor();
     return res.index;
