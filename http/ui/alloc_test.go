@@ -105,4 +105,10 @@ func TestUINodes(t *testing.T) {
 	if got := p.count("#node-allocations tbody tr"); got < 2 {
 		t.Errorf("the node's page lists %d allocations", got)
 	}
+	// The job stopped: its allocations leave the node's use, live.
+	if r := ts.Do(t, http.MethodDelete, "/v1/job/web", ""); r.Status != http.StatusOK {
+		t.Fatalf("stop: %d %s", r.Status, r.Body)
+	}
+	p.waitText("#nodes tbody tr", "0 running", 10*time.Second)
+	p.waitText("#nodes tbody tr", "0 / ", time.Second)
 }

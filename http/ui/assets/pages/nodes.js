@@ -51,7 +51,8 @@ export async function mount(main, [nodeID], scope) {
   }
 
   const index = await load();
-  follow(scope, {topics: nodeID ? ['Node', `Allocation`] : ['Node']}, index, load);
+  // Allocations move the resources in use and the counts, too.
+  follow(scope, {topics: ['Node', 'Allocation']}, index, load);
 }
 
 // resources renders "used / total" of one resource of a node (Nomad's
