@@ -93,7 +93,12 @@ func TestUIAuthMethods(t *testing.T) {
 	ts.Do(t, http.MethodPut, "/v1/acl/auth-method", `{"Name":"k8s","Type":"jwt","Config":`+string(cfg)+`}`)
 	p.waitText("#methods table", "k8s", 3*time.Second)
 
-	// The explain page offers the method.
+	// The explain page offers the method, and one made meanwhile.
 	p.click(`#methods a[href="/ui/acl/explain?method=k8s"]`)
 	p.waitText("#explain-method", "k8s", 3*time.Second)
+	ts.Do(t, http.MethodPut, "/v1/acl/auth-method", `{"Name":"corp","Type":"jwt","Config":`+string(cfg)+`}`)
+	p.waitText("#explain-method", "corp", 3*time.Second)
+	if got := eval[string](p, "chosen", `document.querySelector("#explain-method").value`); got != "k8s" {
+		t.Errorf("the live update changed the chosen method to %q", got)
+	}
 }

@@ -3,14 +3,16 @@
 // the token that login would mint (POST /v1/acl/auth-method/:name/explain).
 import {h, replace, table, errorText, enc} from '../dom.js';
 import {get, post} from '../api.js';
+import {follow} from '../live.js';
 
-export async function mount(main) {
+export async function mount(main, _params, scope) {
   const q = new URLSearchParams(location.search);
   const out = h('section', {id: 'explain-result', 'aria-live': 'polite'});
   const method = h('select', {id: 'explain-method', name: 'method', required: true});
   const mode = h('select', {id: 'explain-mode', name: 'mode'}, h('option', {value: 'jwt'}, 'a JWT'), h('option', {value: 'claims'}, 'claims (JSON)'));
   const input = h('textarea', {id: 'explain-input', name: 'input', rows: '6', cols: '80', spellcheck: 'false', 'aria-describedby': 'explain-error'});
   const err = h('p', {class: 'error', id: 'explain-error', role: 'alert'});
+  const methodsErr = h('p', {class: 'error', id: 'explain-methods-error', role: 'alert'});
   replace(main, h('h1', {}, 'Login explain'),
     h('p', {class: 'muted'}, 'Paste a JWT, or the claims of a test identity, and see which binding rules a login with it would match, why the others would not, and the token it would get. Nothing is minted.'),
     h('form', {id: 'explain-form', onsubmit: async (e) => {
@@ -29,17 +31,22 @@ export async function mount(main) {
         replace(out);
       }
     }},
-    h('div', {class: 'field'}, h('label', {for: 'explain-method'}, 'Auth method'), method),
+    h('div', {class: 'field'}, h('label', {for: 'explain-method'}, 'Auth method'), method, methodsErr),
     h('div', {class: 'field'}, h('label', {for: 'explain-mode'}, 'Identity given as'), mode),
     h('div', {class: 'field'}, h('label', {for: 'explain-input'}, 'JWT or claims'), input),
     err, h('button', {type: 'submit', class: 'primary'}, 'Explain')), out);
-  try {
-    const {data} = await get('/v1/acl/auth-methods');
-    replace(method, (data || []).map(m => h('option', {value: m.Name, selected: m.Name === q.get('method')}, m.Name)));
-    if (!data || !data.length) err.textContent = 'There is no auth method to explain a login for.';
-  } catch (x) {
-    err.textContent = errorText(x);
-  }
+  // The methods offered follow the event stream (a method made or deleted
+  // elsewhere shows up); the choice made is kept.
+  const loadMethods = async () => {
+    const {data, index} = await get('/v1/acl/auth-methods');
+    const chosen = method.value || q.get('method');
+    replace(method, (data || []).map(m => h('option', {value: m.Name, selected: m.Name === chosen}, m.Name)));
+    methodsErr.textContent = data && data.length ? '' : 'There is no auth method to explain a login for.';
+    return index;
+  };
+  let index = 0;
+  try { index = await loadMethods(); } catch (x) { methodsErr.textContent = errorText(x); }
+  follow(scope, {topics: ['ACLAuthMethod']}, index, loadMethods);
 }
 
 function render(out, r) {
