@@ -109,6 +109,11 @@ func TestUIReadOnlyToken(t *testing.T) {
 	p.fill("#token", tok.SecretID)
 	p.click(`#login button[type="submit"]`)
 	p.waitText("#whoami", "read-only", 3*time.Second)
+	// The menu offers what the token may read: nodes, not the ACL pages.
+	visible := eval[[]string](p, "menu", `[...document.querySelectorAll("nav li:not([hidden]) a")].map(a => a.textContent)`)
+	if strings.Join(visible, ",") != "Deployments,Run job,Nodes" {
+		t.Errorf("the read-only token's menu: %q", visible)
+	}
 	p.waitText("#deployments", "web", 3*time.Second)
 	if got := eval[string](p, "token storage", `sessionStorage.getItem("ctlplane.token")`); got != tok.SecretID {
 		t.Errorf("session storage holds %q", got)
@@ -148,6 +153,9 @@ func TestUIReadOnlyToken(t *testing.T) {
 	m.fill("#token", rootToken)
 	m.click(`#login button[type="submit"]`)
 	m.waitText("#whoami", "Token:", 3*time.Second)
+	if n := m.count("nav li[hidden]"); n != 0 {
+		t.Errorf("the management token's menu hides %d pages", n)
+	}
 	m.open("/ui/jobs/default/web", "#deployment .group")
 	m.waitJS("the Promote, Pause and Fail buttons", fmt.Sprintf(`document.querySelectorAll(%s).length === 3`, jsString("#deployment button[data-action]")),
 		textOf("#deployment"), 5*time.Second)

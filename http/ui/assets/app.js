@@ -85,6 +85,7 @@ async function session() {
     replace(box, h('span', {class: 'error'}, errorText(e)));
     return;
   }
+  menu(caps);
   if (!caps.ACLEnabled) {
     replace(box, h('span', {class: 'muted'}, 'ACLs are off'));
     return;
@@ -101,6 +102,21 @@ async function session() {
     await session();
     route();
   }}, input, h('button', {type: 'submit', class: 'primary'}, 'Log in'), h('span', {id: 'login-error', class: 'error', role: 'alert'})));
+}
+
+// menu shows only the pages the token may read (a page opened by its URL
+// still says "permission denied" when it may not).
+function menu(caps) {
+  const shown = {
+    'nodes': caps.Node !== '',
+    'binding-rules': caps.ACL !== '',
+    'auth-methods': caps.ACL !== '',
+    'explain': caps.ACL === 'write', // explaining a login needs acl:write
+  };
+  for (const a of document.querySelectorAll('nav a[data-nav]')) {
+    const ok = shown[a.dataset.nav];
+    a.parentElement.hidden = ok === false;
+  }
 }
 
 function showLoginError(msg) {
