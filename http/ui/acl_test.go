@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
 )
@@ -89,7 +90,7 @@ func TestUIReadOnlyToken(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Fatalf("token: %d %s", r.Status, r.Body)
 	}
-	var tok struct{ SecretID string }
+	var tok struct{ AccessorID, SecretID string }
 	if err := json.Unmarshal([]byte(r.Body), &tok); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +147,19 @@ func TestUIReadOnlyToken(t *testing.T) {
 			t.Errorf("the token is in a URL: %s", u)
 		}
 	}
+
+	// The token deleted while a page follows the stream: the stream ends and
+	// says why; a reload asks for a token again.
+	p.open("/ui/", "#deployments table")
+	p.waitText("#live", "live", 3*time.Second)
+	if r := ts.Do(t, http.MethodDelete, "/v1/acl/token/"+tok.AccessorID, "", root...); r.Status != http.StatusOK {
+		t.Fatalf("delete the token: %d %s", r.Status, r.Body)
+	}
+	p.waitText("#live", "event stream: ", 5*time.Second)
+	p.waitText("#live", "ACL token not found", time.Second)
+	p.run("reload", chromedp.Reload())
+	p.waitText("#login-error", "The token was refused: ACL not found", 3*time.Second)
+	p.waitText("#deployments", "No deployments.", 3*time.Second)
 
 	// The management token, in another tab, is offered the actions.
 	m := openTab(t, ts.URL)

@@ -80,7 +80,8 @@ async function session() {
       setToken('');
       await session();
       showLoginError(`The token was refused: ${e.message}`);
-      return;
+      return true; // the token was dropped: the page must be read again
+
     }
     replace(box, h('span', {class: 'error'}, errorText(e)));
     return;
@@ -127,4 +128,4 @@ function showLoginError(msg) {
 // The page's data and the session box load side by side: a page needs the
 // token (session storage), not the session box.
 route();
-session();
+session().then(dropped => { if (dropped) route(); });
