@@ -149,3 +149,31 @@ func TestUIServedByEveryServer(t *testing.T) {
 		}
 	}
 }
+
+// The UI opened on a follower: its reads are forwarded to the leader, its
+// event stream is the follower's own, and a change made through the leader
+// shows on the page live.
+func TestUIOnAFollower(t *testing.T) {
+	nodes := servertest.StartCluster(t, 3)
+	leader := servertest.Leader(t, nodes)
+	follower := nodes[0]
+	if follower == leader {
+		follower = nodes[1]
+	}
+	p := openTab(t, follower.URL)
+	p.open("/ui/acl/binding-rules", "#rule-form")
+	p.waitText("#rules", "No binding rules.", 3*time.Second)
+	p.waitText("#live", "live", time.Second)
+	if r := leader.Do(t, http.MethodPut, "/v1/acl/binding-rule", `{"AuthMethod":"k8s","Selector":"serviceaccount.name == \"api\"","BindType":"service","BindName":"api"}`); r.Status != http.StatusOK {
+		t.Fatalf("create at the leader: %d %s", r.Status, r.Body)
+	}
+	p.waitText("#rules table", `serviceaccount.name == "api"`, 3*time.Second)
+	// And a write from the follower's page goes through (forwarded).
+	p.fill("#f-AuthMethod", "k8s")
+	p.fill("#f-BindName", "web")
+	p.click(`#rule-form button[type="submit"]`)
+	p.waitText("#rules table", "service: web", 3*time.Second)
+	if r := leader.Do(t, http.MethodGet, "/v1/acl/binding-rules", ""); !strings.Contains(r.Body, `"BindName":"web"`) {
+		t.Errorf("the leader has %s", r.Body)
+	}
+}
