@@ -102,7 +102,7 @@ func openTab(t *testing.T, base string) *page {
 		cancel()
 		t.Fatalf("opening a tab: %v", err)
 	}
-	ctx, cancelTimeout := context.WithTimeout(tab, 80*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(tab, 3*time.Minute)
 	p.ctx = ctx
 	t.Cleanup(func() {
 		p.checkExceptions()
@@ -194,9 +194,28 @@ func (p *page) saveShots() {
 	}
 }
 
-// waitJS waits until the expression is true, within d; on timeout it
-// fails with what describe (an expression) says the page shows.
+// slack stretches the tests' waits: `make test` runs every package at
+// once on a small machine. The one promise about time, a live update
+// within a second, is checked with waitLive, unstretched.
+const slack = 3
+
+// waitJS waits until the expression is true, within d (times slack); on
+// timeout it fails with what describe (an expression) says the page shows.
 func (p *page) waitJS(what, expr, describe string, d time.Duration) {
+	p.t.Helper()
+	p.waitExactly(what, expr, describe, d*slack)
+}
+
+// waitLive waits for sel to show want within d exactly: the UI's promise
+// that a change is on the page within a second.
+func (p *page) waitLive(sel, want string, d time.Duration) {
+	p.t.Helper()
+	p.waitExactly(fmt.Sprintf("%s to show %q live within %v", sel, want, d),
+		fmt.Sprintf(`(() => { const e = document.querySelector(%s); return !!e && e.textContent.includes(%s); })()`, jsString(sel), jsString(want)),
+		textOf(sel), d)
+}
+
+func (p *page) waitExactly(what, expr, describe string, d time.Duration) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, d)
 	defer cancel()

@@ -91,7 +91,7 @@ func TestUIDeploymentsPaged(t *testing.T) {
 
 	// Live: a new deployment tops the first page within a second.
 	d := deployOnly(f, stored[7])
-	p.waitText("#deployments tbody tr:first-child td:first-child", d.ID[:8], time.Second)
+	p.waitLive("#deployments tbody tr:first-child td:first-child", d.ID[:8], time.Second)
 
 	// By job: web07 has 101 deployments, 5 pages.
 	p.fill("#filter-job", "web07")
