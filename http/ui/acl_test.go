@@ -112,7 +112,7 @@ func TestUIReadOnlyToken(t *testing.T) {
 	p.waitText("#whoami", "read-only", 3*time.Second)
 	// The menu offers what the token may read: nodes, not the ACL pages.
 	visible := eval[[]string](p, "menu", `[...document.querySelectorAll("nav li:not([hidden]) a")].map(a => a.textContent)`)
-	if strings.Join(visible, ",") != "Deployments,Run job,Nodes" {
+	if strings.Join(visible, ",") != "Deployments,Jobs,Run job,Nodes" {
 		t.Errorf("the read-only token's menu: %q", visible)
 	}
 	p.waitText("#deployments", "web", 3*time.Second)

@@ -96,6 +96,12 @@ func TestUICanaryRollout(t *testing.T) {
 	p.waitText(`#history li[data-status="failed"]`, "rolling back to job version 1", time.Second)
 	p.waitText("#history", "scheduler: created", time.Second)
 
+	// The jobs list: web at version 3, two allocations running.
+	p.click(`nav a[href="/ui/jobs"]`)
+	p.waitText("#jobs tbody tr", "web", 3*time.Second)
+	p.waitJS("web at version 3 with 2 running", `(() => { const td = [...document.querySelectorAll("#jobs tbody tr td")].map(td => td.textContent); return td[4] === "3" && td[5] === "2"; })()`,
+		textOf("#jobs"), 10*time.Second)
+
 	if docs := *docsDir; docs != "" {
 		p.open("/ui/", "#deployments table")
 		p.waitText("#deployments", "web", 3*time.Second)

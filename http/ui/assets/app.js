@@ -12,11 +12,13 @@ import * as rules from './pages/rules.js';
 import * as methods from './pages/methods.js';
 import * as explain from './pages/explain.js';
 import * as run from './pages/run.js';
+import * as jobs from './pages/jobs.js';
 
 const routes = [
   [/^\/ui\/?$/, deployments, 'deployments'],
+  [/^\/ui\/jobs\/?$/, jobs, 'jobs'],
   [/^\/ui\/jobs\/run\/?$/, run, 'run'],
-  [/^\/ui\/jobs\/([^/]+)\/([^/]+)$/, job, 'deployments'],
+  [/^\/ui\/jobs\/([^/]+)\/([^/]+)$/, job, 'jobs'],
   [/^\/ui\/deployments\/([^/]+)$/, historyPage, 'deployments'],
   [/^\/ui\/allocations\/([^/]+)$/, alloc, 'deployments'],
   [/^\/ui\/nodes(?:\/([^/]+))?\/?$/, nodes, 'nodes'],
