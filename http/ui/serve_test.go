@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/servertest"
 )
 
@@ -176,4 +177,13 @@ func TestUIOnAFollower(t *testing.T) {
 	if r := leader.Do(t, http.MethodGet, "/v1/acl/binding-rules", ""); !strings.Contains(r.Body, `"BindName":"web"`) {
 		t.Errorf("the leader has %s", r.Body)
 	}
+}
+
+// With the event stream off, pages still load and say they are not live.
+func TestUIWithoutEventStream(t *testing.T) {
+	ts := servertest.Start(t, func(c *server.Config) { c.EventBufferSize = -1 })
+	p := openTab(t, ts.URL)
+	p.open("/ui/", "#deployments")
+	p.waitText("#deployments", "No deployments.", 3*time.Second)
+	p.waitText("#live", "event stream: The event stream is not served by this agent (its event buffer is off)", 3*time.Second)
 }

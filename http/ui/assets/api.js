@@ -94,7 +94,8 @@ export function subscribe({topics, namespace = '*', index = 0}, onBatch, onError
       } catch (e) {
         if (closed) return;
         if (onError) onError(e);
-        if (e.status === 403) return; // the token cannot read these: no retry loop
+        // Permanent: the token may not read these, or the agent serves no stream.
+        if (e.status === 403 || e.status === 501) return;
         await new Promise(res => setTimeout(res, delay));
         delay = Math.min(delay * 2, 5000);
       }
