@@ -29,3 +29,23 @@ func TestUIRunJobErrors(t *testing.T) {
 		t.Errorf("the refused job was stored: %d %s", r.Status, r.Body)
 	}
 }
+
+// From a job's page: its current version in the Run form, edited, planned
+// (the diff shows the edit) and run as the next version.
+func TestUIEditAndRun(t *testing.T) {
+	ts := servertest.Start(t)
+	register(t, ts, jobBody(1, 0, "v0"))
+	p := openTab(t, ts.URL)
+	p.open("/ui/jobs/default/web", "#versions li")
+	p.click("#edit-job")
+	p.waitText("h1", "Run a job", 3*time.Second)
+	p.waitJS("the job in the form", `document.querySelector("#job-spec").value.includes('"stdout_string": "v0"')`,
+		`document.querySelector("#job-spec").value`, 3*time.Second)
+	eval[bool](p, "edit", `(() => { const e = document.querySelector("#job-spec"); e.value = e.value.replace('"stdout_string": "v0"', '"stdout_string": "v1"'); return true; })()`)
+	p.click("#plan-job")
+	p.waitText("#plan-result", "stdout_string: v0 → v1", 3*time.Second)
+	p.click("#run-job")
+	p.waitText("h1", "Job web", 3*time.Second)
+	p.waitText("#job-version", "1", 3*time.Second)
+	p.waitText(`#versions li[data-version="1"]`, "v0 → v1", 3*time.Second)
+}

@@ -13,7 +13,9 @@ export async function mount(main, [ns, id], scope) {
   const depl = h('section', {id: 'deployment', 'aria-labelledby': 'deployment-heading'});
   const versions = h('section', {id: 'versions', 'aria-labelledby': 'versions-heading'});
   const allocs = h('section', {id: 'allocations', 'aria-labelledby': 'allocations-heading'});
-  replace(main, h('h1', {}, `Job ${id}`), header, depl, versions, allocs);
+  replace(main, h('h1', {}, `Job ${id}`), header,
+    h('p', {}, h('a', {href: `/ui/jobs/run?job=${enc(id)}&namespace=${enc(ns)}`, id: 'edit-job'}, 'Edit and run a new version')),
+    depl, versions, allocs);
   let caps = null;
   try { caps = await capabilities(ns); } catch (e) { caps = null; }
   const canSubmit = caps && caps.can('submit-job');

@@ -2,11 +2,12 @@
 // examples/*.json), plan it (the scheduler's dry run: the diff and what
 // each group would do) or run it (PUT /v1/jobs), then follow it on its page.
 import {h, replace, table, errorText, enc} from '../dom.js';
-import {post, put} from '../api.js';
+import {get, post, put} from '../api.js';
 import {diffList} from './job.js';
 import {navigate} from '../nav.js';
 
 export async function mount(main) {
+  const q = new URLSearchParams(location.search);
   const spec = h('textarea', {id: 'job-spec', name: 'job', rows: '18', cols: '90', spellcheck: 'false', 'aria-describedby': 'run-error'});
   const err = h('p', {class: 'error', id: 'run-error', role: 'alert'});
   const out = h('section', {id: 'plan-result', 'aria-live': 'polite'});
@@ -41,4 +42,11 @@ export async function mount(main) {
       } catch (x) { err.textContent = errorText(x); }
     }}, h('div', {class: 'field'}, h('label', {for: 'job-spec'}, 'Job (JSON)'), spec), err,
     h('div', {class: 'actions'}, planBtn, h('button', {type: 'submit', class: 'primary', id: 'run-job'}, 'Run'))), out);
+  // ?job=<id>&namespace=<ns>: start from that job's current version.
+  if (q.get('job')) {
+    try {
+      const {data} = await get(`/v1/job/${enc(q.get('job'))}?namespace=${enc(q.get('namespace') || 'default')}`);
+      spec.value = JSON.stringify({Job: data}, null, 2);
+    } catch (e) { err.textContent = errorText(e); }
+  }
 }
