@@ -147,7 +147,9 @@ func (p *page) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 func (p *page) open(path, sel string) {
 	p.t.Helper()
 	p.snapshot("leaving-for-" + path)
-	p.run("open "+path, chromedp.Navigate(p.base+path), chromedp.WaitVisible(chromedp.CSS(sel)))
+	p.run("open "+path, chromedp.Navigate(p.base+path))
+	p.waitJS(path+" showing "+sel, fmt.Sprintf(`!!document.querySelector(%s)`, jsString(sel)),
+		`document.querySelector("main") ? document.querySelector("main").textContent : ""`, 10*time.Second)
 }
 
 // snapshot keeps a screenshot of the page now (written only on failure).
@@ -277,10 +279,17 @@ func eval[T any](p *page, what, expr string) T {
 	return v
 }
 
-// click clicks the element sel.
+// click clicks the element sel once it is there. The click is dispatched
+// on the element (HTMLElement.click), not at its coordinates: a live
+// redraw may replace the element between finding it and a mouse press.
+// (TestUIKeyboard presses real keys.)
 func (p *page) click(sel string) {
 	p.t.Helper()
-	p.run("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	p.waitJS(sel+" to click", fmt.Sprintf(`(() => { const e = document.querySelector(%s); return !!e && !e.disabled && e.offsetParent !== null; })()`, jsString(sel)),
+		`document.querySelector("main") ? document.querySelector("main").textContent : ""`, 5*time.Second)
+	if !eval[bool](p, "click "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return false; e.click(); return true; })()`, jsString(sel))) {
+		p.t.Fatalf("click %s: gone", sel)
+	}
 }
 
 // fill replaces the value of the input sel with v, as typed.

@@ -28,7 +28,13 @@ export async function request(method, path, body, signal) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
-  const r = await fetch(path, init);
+  let r = await fetch(path, init);
+  // A read during a leader election (503 No cluster leader) is tried again
+  // for a few seconds; a write is not (it may have been applied).
+  for (let delay = 200; method === 'GET' && r.status === 503 && delay <= 3200; delay *= 2) {
+    await new Promise(res => setTimeout(res, delay));
+    r = await fetch(path, init);
+  }
   const text = await r.text();
   if (!r.ok) throw new APIError(r.status, text.trim() || r.statusText);
   let data = null;
