@@ -63,6 +63,25 @@ export function errorText(err) {
   return err && err.message ? err.message : String(err);
 }
 
+// actionButton runs act on a press and says how it went in msg. A busy
+// button is marked (aria-busy), not disabled: disabling it would drop the
+// keyboard focus.
+export function actionButton(label, act, msg, cls) {
+  const name = label.toLowerCase().replace(/ /g, '-');
+  const b = h('button', {type: 'button', class: cls, 'data-action': name, onclick: async () => {
+    if (b.getAttribute('aria-busy') === 'true') return;
+    b.setAttribute('aria-busy', 'true');
+    try {
+      await act();
+      msg.textContent = `${label}: done`;
+    } catch (err) {
+      msg.textContent = `${label}: ${errorText(err)}`;
+    }
+    b.removeAttribute('aria-busy');
+  }}, label);
+  return b;
+}
+
 // link is an in-app link (the router intercepts its clicks).
 export function link(href, ...children) { return h('a', {href}, ...children); }
 

@@ -1,6 +1,6 @@
 // Allocation: its task states and events, live logs (followed, stdout or
 // stderr) and, when the token allows, restart and stop.
-import {h, replace, table, status, short, time, errorBox, errorText, enc} from '../dom.js';
+import {h, replace, table, status, short, time, errorBox, errorText, actionButton, enc} from '../dom.js';
 import {get, put, capabilities, getToken} from '../api.js';
 import {follow} from '../live.js';
 
@@ -25,11 +25,7 @@ export async function mount(main, [id], scope) {
     const a = res.data;
     if (!caps) { try { caps = await capabilities(a.Namespace); } catch (e) { caps = null; } }
     const can = caps && caps.can('alloc-lifecycle');
-    const act = (label, path) => h('button', {type: 'button', 'data-action': label.toLowerCase(), onclick: async (e) => {
-      e.target.disabled = true;
-      try { await put(path, {}); msg.textContent = `${label}: done`; } catch (err) { msg.textContent = `${label}: ${errorText(err)}`; }
-      e.target.disabled = false;
-    }}, label);
+    const act = (label, path) => actionButton(label, () => put(path, {}), msg);
     const running = a.ClientStatus === 'running' || a.ClientStatus === 'pending';
     replace(head,
       h('p', {}, status(a.ClientStatus), ` desired ${a.DesiredStatus} · job `,

@@ -1,7 +1,7 @@
 // Job: its current deployment with a progress bar per group and the
 // actions the deployment's state and the token allow, its versions with
 // the diff of each against the one before, and its allocations.
-import {h, replace, table, status, short, time, errorBox, errorText, enc} from '../dom.js';
+import {h, replace, table, status, short, time, errorBox, actionButton, enc} from '../dom.js';
 import {get, put, capabilities} from '../api.js';
 import {follow} from '../live.js';
 
@@ -92,20 +92,8 @@ export async function mount(main, [ns, id], scope) {
 
   function actions(d, msg) {
     const needsPromotion = Object.values(d.TaskGroups || {}).some(g => g.DesiredCanaries > 0 && !g.Promoted);
-    // Busy buttons are marked, not disabled: a disabled button would drop
-    // the keyboard focus.
-    const act = (label, path, body, cls) => h('button', {type: 'button', class: cls, 'data-action': label.toLowerCase(), onclick: async (e) => {
-      const b = e.currentTarget;
-      if (b.getAttribute('aria-busy') === 'true') return;
-      b.setAttribute('aria-busy', 'true');
-      try {
-        await put(`/v1/deployment/${path}/${enc(d.ID)}`, Object.assign({DeploymentID: d.ID}, body));
-        msg.textContent = `${label}: done`;
-      } catch (err) {
-        msg.textContent = `${label}: ${errorText(err)}`;
-      }
-      b.removeAttribute('aria-busy');
-    }}, label);
+    const act = (label, path, body, cls) => actionButton(label,
+      () => put(`/v1/deployment/${path}/${enc(d.ID)}`, Object.assign({DeploymentID: d.ID}, body)), msg, cls);
     const btns = [];
     if (d.Status === 'running' && needsPromotion) btns.push(act('Promote', 'promote', {All: true}, 'primary'));
     if (d.Status === 'running') btns.push(act('Pause', 'pause', {Pause: true}));

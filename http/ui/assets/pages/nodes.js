@@ -1,7 +1,7 @@
 // Nodes: each node's status, eligibility and drain with toggles (node
 // write), its resources and what its allocations use, and, on a node's
 // own page, its allocations.
-import {h, replace, table, status, short, errorBox, errorText, enc} from '../dom.js';
+import {h, replace, table, status, short, errorBox, actionButton, enc} from '../dom.js';
 import {get, put, capabilities} from '../api.js';
 import {follow} from '../live.js';
 import {allocTable} from './job.js';
@@ -26,10 +26,7 @@ export async function mount(main, [nodeID], scope) {
     const nodes = nodeID ? [res.data] : res.data;
     // What each node's allocations use: their resources, summed.
     const usage = await Promise.all(nodes.map(n => get(`/v1/node/${enc(n.ID)}/allocations`).then(r => r.data, () => null)));
-    const toggle = (label, path, body) => h('button', {type: 'button', 'data-action': label.toLowerCase().replace(/ /g, '-'), onclick: async (e) => {
-      e.target.disabled = true;
-      try { await put(path, body); msg.textContent = `${label}: done`; } catch (err) { msg.textContent = `${label}: ${errorText(err)}`; e.target.disabled = false; }
-    }}, label);
+    const toggle = (label, path, body) => actionButton(label, () => put(path, body), msg);
     replace(list, table('Nodes', [
       ['Name', n => h('a', {href: `/ui/nodes/${enc(n.ID)}`}, n.Name)],
       ['Status', n => status(n.Status)],
