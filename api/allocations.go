@@ -77,7 +77,9 @@ type Allocation struct {
 	// (/v1/client/allocations) sends them.
 	AllocatedPorts []PortMapping `json:",omitempty"`
 	// AllocStates are the servers' changes of its client status.
-	AllocStates      []*AllocState `json:",omitempty"`
+	AllocStates []*AllocState `json:",omitempty"`
+	// CheckResults are the latest results of its service checks by check ID.
+	CheckResults     map[string]*CheckResult `json:",omitempty"`
 	CreateIndex      uint64
 	ModifyIndex      uint64
 	AllocModifyIndex uint64

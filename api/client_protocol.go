@@ -55,6 +55,8 @@ type AllocClientUpdate struct {
 	TaskStates        map[string]*TaskState
 	// DeploymentStatus carries health (Healthy and Timestamp); nil: unchanged.
 	DeploymentStatus *AllocDeploymentStatus
+	// CheckResults are the latest check results by check ID; nil: unchanged.
+	CheckResults map[string]*CheckResult `json:",omitempty"`
 }
 
 // ClientAlloc is one allocation of GET /v1/client/allocations/:node_id

@@ -36,6 +36,7 @@ type Job struct {
 	Type        string `json:",omitempty"`
 	Priority    int    `json:",omitempty"`
 	Datacenters []string
+	NodePool    string `json:",omitempty"`
 	Meta        map[string]string
 	Update      *UpdateStrategy
 	Multiregion *Multiregion
@@ -99,6 +100,7 @@ type TaskGroup struct {
 	MaxClientDisconnect *time.Duration `json:",omitempty"`
 	Meta                map[string]string
 	Tasks               []*Task
+	Services            []*Service `json:",omitempty"`
 }
 
 // ReschedulePolicy says how the scheduler replaces failed allocations.
@@ -129,6 +131,7 @@ type Task struct {
 	Resources   *Resources
 	KillTimeout time.Duration
 	KillSignal  string
+	Services    []*Service `json:",omitempty"`
 }
 
 // Resources a task asks for (or a node offers).

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"reflect"
 	"syscall"
 	"time"
 
@@ -36,6 +37,11 @@ type allocRunner struct {
 	minTimer       Timer
 	deadlineTimer  Timer
 	healthGen      uint64
+
+	// checks run the services' checks while the allocation runs;
+	// checkResults are the results to report (checks.go).
+	checks       []*checkRunner
+	checkResults map[string]*api.CheckResult
 }
 
 func newAllocRunner(c *Client, a *api.Allocation, tg *api.TaskGroup) *allocRunner {
@@ -100,13 +106,22 @@ func (ar *allocRunner) restartPolicy() api.RestartPolicy {
 func (ar *allocRunner) update(a *api.Allocation, tg *api.TaskGroup) {
 	joined := a.DeploymentID != ar.alloc.DeploymentID
 	ar.alloc = a
+	newChecks := false
 	if tg != nil {
+		if !reflect.DeepEqual(servicesOf(ar.group), servicesOf(tg)) {
+			// Updated in place with other services: new checks.
+			ar.resetChecks()
+			newChecks = true
+		}
 		ar.group = tg
 	}
 	switch a.DesiredStatus {
 	case api.AllocDesiredStatusStop, api.AllocDesiredStatusEvict:
 		ar.stop()
 		return
+	}
+	if newChecks && !joined {
+		ar.changed() // starts them
 	}
 	if a.ClientStatus == api.AllocClientStatusUnknown && !ar.stopping {
 		// The servers marked it unknown while this node was cut off: tell
@@ -136,6 +151,7 @@ func (ar *allocRunner) stop() {
 	}
 	ar.stopping = true
 	ar.stopHealth()
+	ar.stopChecks()
 	if ar.finished() {
 		return
 	}
@@ -171,6 +187,7 @@ func (ar *allocRunner) finished() bool {
 // allocation the servers no longer list).
 func (ar *allocRunner) destroy() {
 	ar.stopHealth()
+	ar.stopChecks()
 	for _, tr := range ar.tasks {
 		tr.disarm()
 		if tr.proc != nil && ar.c.cfg.KillTasksOnShutdown {
@@ -212,6 +229,11 @@ func (ar *allocRunner) changed() {
 		status, desc = api.AllocClientStatusComplete, "All tasks have completed"
 	}
 	ar.status, ar.description = status, desc
+	if status == api.AllocClientStatusRunning && !ar.stopping {
+		ar.startChecks()
+	} else if status != api.AllocClientStatusPending {
+		ar.stopChecks()
+	}
 	ar.checkHealth(failed, allRunning)
 	ar.c.queueUpdate(ar.report())
 	if ar.unlisted && ar.finished() {
@@ -220,11 +242,17 @@ func (ar *allocRunner) changed() {
 }
 
 // checkHealth follows the group's health check: healthy once every task
-// has run for MinHealthyTime, unhealthy when a task fails (or, from run's
-// timer, at the HealthyDeadline).
+// has run (and, with health_check = "checks", every check has passed) for
+// MinHealthyTime, unhealthy when a task fails (or, from run's timer, at the
+// HealthyDeadline).
 func (ar *allocRunner) checkHealth(failed, allRunning bool) {
 	if !ar.watchHealth || ar.healthReported != nil || ar.stopping {
 		return
+	}
+	if ar.group.Update.HealthCheck == api.UpdateHealthChecks && allRunning {
+		if n, passing := ar.healthChecks(); n > 0 && !passing || n == 0 && groupHasChecks(ar.group) && ar.checks == nil {
+			allRunning = false
+		}
 	}
 	if failed {
 		ar.reportHealth(false)
@@ -293,5 +321,23 @@ func (ar *allocRunner) report() *api.AllocClientUpdate {
 		ds := *ar.healthReported
 		u.DeploymentStatus = &ds
 	}
+	if len(ar.checkResults) > 0 {
+		u.CheckResults = make(map[string]*api.CheckResult, len(ar.checkResults))
+		for k, v := range ar.checkResults {
+			u.CheckResults[k] = v
+		}
+	}
 	return u
+}
+
+// servicesOf lists the group's and its tasks' services.
+func servicesOf(tg *api.TaskGroup) [][]*api.Service {
+	if tg == nil {
+		return nil
+	}
+	out := [][]*api.Service{tg.Services}
+	for _, t := range tg.Tasks {
+		out = append(out, t.Services)
+	}
+	return out
 }

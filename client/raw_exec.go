@@ -152,6 +152,16 @@ func (c *Client) startRawExec(a *api.Allocation, t *api.Task, cfg rawExecConfig)
 // taskEnv is the task's environment: a few variables of the client's own,
 // Nomad's NOMAD_* variables, then the task's Env (which wins).
 func taskEnv(a *api.Allocation, t *api.Task, paths taskPaths) []string {
+	env := taskEnvMap(a, t, paths)
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// taskEnvMap is taskEnv as a map (what task config interpolates).
+func taskEnvMap(a *api.Allocation, t *api.Task, paths taskPaths) map[string]string {
 	env := map[string]string{}
 	for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR", "USER", "TZ"} {
 		if v, ok := os.LookupEnv(k); ok {
@@ -179,11 +189,58 @@ func taskEnv(a *api.Allocation, t *api.Task, paths taskPaths) []string {
 	for k, v := range t.Env {
 		env[k] = v
 	}
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
+	return env
+}
+
+// interpolateConfig is a task's Config with ${VAR} replaced by the task
+// environment's VAR in every string, as Nomad interpolates driver config
+// with the task env; an unknown ${...} is left as is.
+func interpolateConfig(v any, env map[string]string) any {
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(x, "${") {
+			return x
+		}
+		var b strings.Builder
+		for {
+			i := strings.Index(x, "${")
+			if i < 0 {
+				break
+			}
+			j := strings.IndexByte(x[i:], '}')
+			if j < 0 {
+				break
+			}
+			b.WriteString(x[:i])
+			if val, ok := env[x[i+2:i+j]]; ok {
+				b.WriteString(val)
+			} else {
+				b.WriteString(x[i : i+j+1])
+			}
+			x = x[i+j+1:]
+		}
+		b.WriteString(x)
+		return b.String()
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = interpolateConfig(e, env)
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = interpolateConfig(e, env)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = interpolateConfig(e, env)
+		}
+		return out
 	}
-	return out
+	return v
 }
 
 // wait blocks until the process ends. A process started here is reaped;

@@ -62,13 +62,16 @@ type taskRunner struct {
 
 func newTaskRunner(ar *allocRunner, task *api.Task) *taskRunner {
 	tr := &taskRunner{ar: ar, task: task, st: &api.TaskState{State: api.TaskStatePending}}
+	// Both drivers see their config interpolated with the task env
+	// (${NOMAD_PORT_http}, ${NOMAD_ALLOC_ID}, …), as Nomad's do.
+	cfg, _ := interpolateConfig(task.Config, taskEnvMap(ar.alloc, task, ar.c.taskPaths(ar.alloc.ID, task.Name))).(map[string]any)
 	if task.Driver == RawExecDriver {
-		tr.raw, tr.cfgErr = parseRawExecConfig(task.Config)
+		tr.raw, tr.cfgErr = parseRawExecConfig(cfg)
 		if tr.cfgErr == nil {
 			_, tr.cfgErr = killSignal(task.KillSignal)
 		}
 	} else {
-		tr.cfg, tr.cfgErr = parseMockConfig(task.Config)
+		tr.cfg, tr.cfgErr = parseMockConfig(cfg)
 	}
 	return tr
 }

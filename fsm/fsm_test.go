@@ -587,7 +587,7 @@ func TestSnapshotStreamFormat(t *testing.T) {
 	// end record ("", number of rows). Snapshots on disk depend on it.
 	if got, want := state.Tables(), []string{"index", "acl-auth-methods", "acl-binding-rules", "acl-meta",
 		"acl-policies", "acl-roles", "acl-tokens", "allocs", "deployment_history", "deployments", "evals",
-		"job_scaling_events", "job_summary", "job_versions", "jobs", "namespaces", "nodes", "servers"}; !reflect.DeepEqual(got, want) {
+		"job_scaling_events", "job_summary", "job_versions", "jobs", "namespaces", "node_pools", "nodes", "servers", "service_registrations"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("state.Tables() = %v, want %v", got, want)
 	}
 	f := seededWithServers(t)

@@ -16,6 +16,7 @@ import (
 
 func (h *Handler) registerAuthMethods() {
 	h.ensureACLService()
+	h.registerAuthMethodExplain()
 	h.handle("/v1/acl/auth-methods", methods{{http.MethodGet, h.authMethodList}})
 	h.handle("/v1/acl/auth-method", methods{{http.MethodPut, h.authMethodWrite}})
 	h.handle("/v1/acl/auth-method/", methods{

@@ -287,12 +287,15 @@ func (f *acxFixture) expand(t *testing.T, s string) string {
 	return s
 }
 
+// badPoolName is the refusal of a node pool named "bad name".
+const badPoolName = `invalid node pool "bad name": invalid name "bad name", must match regex ^[a-zA-Z0-9-_]{1,128}$`
+
 // acxEndpoints is every route the API serves (the h.handle calls in
 // http/*.go), each method on it, and what it needs (design §7).
 func acxEndpoints() []acxEndpoint {
 	ok := acxWant{200, ""}
 	okTrue := acxWant{200, "true"}
-	return append(append(append(jobsMatrixRows(), deploymentsMatrixRows()...), nomadCLIMatrixRows()...), []acxEndpoint{
+	return append(append(append(append(jobsMatrixRows(), deploymentsMatrixRows()...), nomadCLIMatrixRows()...), servicesMatrixRows()...), []acxEndpoint{
 		// Status: open.
 		{method: "GET", path: "/v1/status/leader", need: needOpen, ok: ok},
 		{method: "GET", path: "/v1/status/peers", need: needOpen, ok: ok},
@@ -321,6 +324,8 @@ func acxEndpoints() []acxEndpoint {
 			nsOK: &acxWant{404, "Requested auth method does not exist: ACL not found"}},
 		{method: "PUT", path: "/v1/acl/auth-method/fixture-method", body: `{"Type":"jwt","Description":"d{n}","Config":{method-config}}`, need: needACLWrite, ok: ok},
 		{method: "DELETE", path: "/v1/acl/auth-method/{fresh-method}", need: needACLWrite, ok: okTrue},
+		// Explain of one method: acl:write (an oracle for bearer tokens).
+		{method: "POST", path: "/v1/acl/auth-method/fixture-method/explain", body: `{"Claims":{}}`, need: needACLWrite, ok: ok},
 
 		// Login needs no token; logout needs a token made by a login;
 		// explain needs acl:read and answers a verdict.
@@ -375,6 +380,16 @@ func acxEndpoints() []acxEndpoint {
 		{method: "GET", path: "/v1/nodes", need: needNodeRead, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/node/" + otherID, need: needNodeRead, ok: acxWant{404, "node not found"}},
 		{method: "GET", path: "/v1/node/" + otherID + "/allocations", need: needNodeRead, ok: acxWant{404, "node not found"}},
+		// Node pools: node:read to read; operator:write (or management) to write.
+		{method: "GET", path: "/v1/node/pools?prefix=zzz", need: needNodeRead, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/node/pool/nope", need: needNodeRead, ok: acxWant{404, "node pool not found"}},
+		{method: "GET", path: "/v1/node/pool/nope/nodes", need: needNodeRead, ok: acxWant{200, "[]"}},
+		{method: "GET", path: "/v1/node/pool/nope/jobs", need: needNodeRead, ok: acxWant{200, "[]"}},
+		{method: "PUT", path: "/v1/node/pools", body: `{"Name":"bad name"}`, need: needNSAdmin, ok: acxWant{400, badPoolName}},
+		{method: "POST", path: "/v1/node/pools", body: `{"Name":"bad name"}`, need: needNSAdmin, ok: acxWant{400, badPoolName}},
+		{method: "PUT", path: "/v1/node/pool/default", body: `{"Name":"default"}`, need: needNSAdmin, ok: acxWant{400, `modifying node pool "default" is not allowed`}},
+		{method: "POST", path: "/v1/node/pool/default", body: `{"Name":"default"}`, need: needNSAdmin, ok: acxWant{400, `modifying node pool "default" is not allowed`}},
+		{method: "DELETE", path: "/v1/node/pool/nope", need: needNSAdmin, ok: acxWant{404, `node pool "nope" not found`}},
 		// Drain and eligibility: node:write, checked by the nodes service.
 		{method: "PUT", path: "/v1/node/" + otherID + "/drain", body: `{"DrainSpec":{"Deadline":0}}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
 		{method: "POST", path: "/v1/node/" + otherID + "/drain", body: `{"DrainSpec":null,"MarkEligible":true}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},

@@ -21,7 +21,8 @@ func headerPrefixes(r *http.Request) []string {
 	case strings.HasPrefix(r.URL.Path, "/v1/deployment"), strings.HasPrefix(r.URL.Path, "/v1/job"),
 		strings.HasPrefix(r.URL.Path, "/v1/evaluation"),
 		strings.HasPrefix(r.URL.Path, "/v1/node"), strings.HasPrefix(r.URL.Path, "/v1/allocation"),
-		strings.HasPrefix(r.URL.Path, "/v1/namespace"), strings.HasPrefix(r.URL.Path, "/v1/search"):
+		strings.HasPrefix(r.URL.Path, "/v1/namespace"), strings.HasPrefix(r.URL.Path, "/v1/search"),
+		strings.HasPrefix(r.URL.Path, "/v1/service"), strings.HasPrefix(r.URL.Path, "/v1/client/allocation/"):
 		return nomadPrefixes
 	}
 	return servicePrefixes

@@ -240,7 +240,7 @@ func (s *subscriber) end(msg string) {
 // mayRead says whether authz may read the object of e, as a read of it would.
 func mayRead(authz *acl.Authorizer, e *stream.Event) bool {
 	switch e.Topic {
-	case stream.TopicJob, stream.TopicDeployment, stream.TopicAllocation, stream.TopicEvaluation:
+	case stream.TopicJob, stream.TopicDeployment, stream.TopicAllocation, stream.TopicEvaluation, stream.TopicService:
 		return authz.NamespaceCapability(e.Namespace, acl.CapReadJob)
 	case stream.TopicNode:
 		return authz.NodeRead()

@@ -130,6 +130,7 @@ type jobListStub struct {
 	Name              string
 	Namespace         string
 	Datacenters       []string
+	NodePool          string
 	Type              string
 	Priority          int
 	Periodic          bool
@@ -185,7 +186,7 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 				continue
 			}
 			stub := &jobListStub{
-				ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters, Type: j.Type,
+				ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters, NodePool: jobPool(j), Type: j.Type,
 				Priority: j.Priority, Stop: j.Stop, Status: j.Status, StatusDescription: j.StatusDescription,
 				Version: j.Version, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
 				JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime,

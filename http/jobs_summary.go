@@ -14,6 +14,7 @@ import (
 func (h *Handler) registerNomadCLI() {
 	h.handle("/v1/job/{job}/summary", methods{{http.MethodGet, h.jobsService(h.jobSummary)}})
 	h.registerNamespaces()
+	h.registerServiceRegistrations()
 	h.registerJobScale()
 	h.registerAgent()
 	h.registerSearch()

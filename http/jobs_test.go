@@ -82,7 +82,7 @@ func TestJobRegister(t *testing.T) {
 		t.Errorf("versions: %s", resp)
 	}
 	resp = ts.Do(t, "GET", "/v1/jobs", "")
-	want := fmt.Sprintf(`[{"ID":"web","ParentID":"","Name":"web","Namespace":"default","Datacenters":["*"],"Type":"service","Priority":50,"Periodic":false,"ParameterizedJob":false,"Stop":false,"Status":"pending","StatusDescription":"","JobSummary":{"JobID":"web","Namespace":"default","Summary":{"web":{"Queued":0,"Complete":0,"Failed":0,"Running":0,"Starting":0,"Lost":0,"Unknown":0}},"Children":{"Pending":0,"Running":0,"Dead":0},"CreateIndex":%d,"ModifyIndex":%d},"Version":1,"CreateIndex":%d,"ModifyIndex":%d,"JobModifyIndex":%d,"SubmitTime":%d}]`,
+	want := fmt.Sprintf(`[{"ID":"web","ParentID":"","Name":"web","Namespace":"default","Datacenters":["*"],"NodePool":"default","Type":"service","Priority":50,"Periodic":false,"ParameterizedJob":false,"Stop":false,"Status":"pending","StatusDescription":"","JobSummary":{"JobID":"web","Namespace":"default","Summary":{"web":{"Queued":0,"Complete":0,"Failed":0,"Running":0,"Starting":0,"Lost":0,"Unknown":0}},"Children":{"Pending":0,"Running":0,"Dead":0},"CreateIndex":%d,"ModifyIndex":%d},"Version":1,"CreateIndex":%d,"ModifyIndex":%d,"JobModifyIndex":%d,"SubmitTime":%d}]`,
 		r0.Index, r0.Index, r0.Index, r2.Index, r2.Index, getJob(t, ts, "web").SubmitTime)
 	expectJSON(t, resp, want)
 	expectHeader(t, resp, "X-Nomad-Index", fmt.Sprint(r2.Index))

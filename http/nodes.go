@@ -15,6 +15,7 @@ import (
 // namespace.
 
 func (h *Handler) registerNodes() {
+	h.registerNodePools()
 	h.handle("/v1/nodes", methods{{http.MethodGet, h.nodeList}})
 	h.handle("/v1/node/{node_id}", methods{{http.MethodGet, h.nodeRead}})
 	h.handle("/v1/node/{node_id}/allocations", methods{{http.MethodGet, h.nodeAllocs}})

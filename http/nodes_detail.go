@@ -23,6 +23,9 @@ func checkNodeClassPool(class, pool *string) error {
 	if !nodePoolRE.MatchString(*pool) {
 		return badRequest("invalid node pool name %q: a node pool name is 1 to 128 letters, digits, '-' or '_'", *pool)
 	}
+	if *pool == state.NodePoolAll {
+		return badRequest("node is not allowed to register in node pool %q", state.NodePoolAll)
+	}
 	return nil
 }
 

@@ -8,10 +8,13 @@ import "github.com/ctlplane/ctlplane/server/acl"
 type Services struct {
 	// ACL serves the /v1/acl endpoints; nil builds one over the backend.
 	ACL         *acl.Service
+	NodePools   NodePoolService
 	Jobs        JobService
 	Deployments DeploymentService
 	Nodes       NodeService
 	NodeDrain   NodeDrainService
 	System      SystemService
 	Namespaces  NamespaceService
+	// Services deletes native service registrations.
+	Services ServiceRegistrationService
 }

@@ -11,7 +11,11 @@
 #      cluster's puts through its leader
 #   3. failover time over 10 leader kills (scripts/failover)
 #   4. snapshot save/restore at 100k and 1M rules (scripts/snapbench)
-#   5. Go benchmarks (token resolution, ...)
+#   5. Go benchmarks (validating a never-seen BindName, token resolution, ...)
+#   6. orchestration (issue 20 items 2, 4, 5: scripts/orchbench)
+# and ends with a summary table: every target of issue 20 next to its
+# reference from this run (scripts/benchsummary, fed by the steps above
+# through $summary).
 # etcd is Debian's etcd-server package, installed here when missing; every
 # etcd member runs on 127.0.0.1 with its data in a temporary directory.
 # Usage: scripts/bench.sh [quick]   (or BENCH_QUICK=1: short durations,
@@ -28,13 +32,15 @@ if [ ! -x /usr/bin/etcd ]; then
 	apt-get install -y etcd-server >/dev/null || { apt-get update >/dev/null && apt-get install -y etcd-server >/dev/null; }
 fi
 
-echo "== ctlplane benchmarks, $(date -u +%FT%TZ), $(go version), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== 1. single node, next to a single-member etcd"
-go run ./scripts/loadgen -spawn -duration="$dur" -rounds="$rounds" -watchers="$watchers" -read-clients=16 -etcd=1 \
-	-name=boltdb -variant=wal=-raft-log-store=wal -variant=acl-off=-acl-enabled=false
-echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd; boltdb, then wal log store"
+summary=$(mktemp)
 dir=$(mktemp -d)
-trap 'scripts/cluster.sh stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+trap 'scripts/cluster.sh stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir" "$summary"' EXIT
+
+echo "== ctlplane benchmarks, $(date -u +%FT%TZ), $(go version), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== 1. single node, next to a single-member etcd (creates: every rule its own BindName, then the repeated template)"
+go run ./scripts/loadgen -spawn -duration="$dur" -rounds="$rounds" -watchers="$watchers" -read-clients=16 -etcd=1 \
+	-name=boltdb -variant=wal=-raft-log-store=wal -variant=acl-off=-acl-enabled=false -summary="$summary" -label=single
+echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd; boltdb, then wal log store"
 for store in boltdb wal; do
 	rm -rf "$dir" && mkdir -p "$dir"
 	CLUSTER_ARGS="-raft-log-store=$store" scripts/cluster.sh start "$dir" >/dev/null
@@ -42,12 +48,27 @@ for store in boltdb wal; do
 	n=${leader: -1}
 	echo "log store $store: leader raft $leader, http 127.0.0.1:850$n"
 	go run ./scripts/loadgen -addr="http://127.0.0.1:850$n" -token="$(cat "$dir/management-token")" -duration="$dur" -rounds="$rounds" \
-		-scenarios=create -etcd=3 -name="cluster-$store" -server-pid="$(cat "$dir/n$n.pid")"
+		-scenarios=create -templates=distinct -etcd=3 -name="cluster-$store" -server-pid="$(cat "$dir/n$n.pid")" \
+		-summary="$summary" -label="cluster-$store"
 	scripts/cluster.sh stop "$dir" >/dev/null
 done
 echo "== 3. failover"
 go run ./scripts/failover -trials="$trials"
 echo "== 4. snapshots"
-go run ./scripts/snapbench -rules="$rules"
+go run ./scripts/snapbench -rules="$rules" -summary="$summary"
 echo "== 5. Go benchmarks"
 go test -run '^$' -bench . -benchtime 200000x ./server/acl/
+# Validating a never-seen BindName, with the one-pass parsers and with
+# go-bexpr and HIL parsing every field (the before), same run.
+go test -run '^$' -bench 'ValidateDistinct' -benchtime 20000x ./server/acl/bindrule/ >"$dir/validate.txt"
+cat "$dir/validate.txt"
+awk '/^BenchmarkValidateDistinct\// { split($1, a, "[/-]"); print "metric\tvalidate." a[2] ".ns\t" $3 "\tns" }' "$dir/validate.txt" >>"$summary"
+
+# ---- 6. issue 20 items 2, 4, 5 (evaluations in bulk, events to thousands,
+# memory): the perforch branch adds its scripts/orchbench runs HERE. Each
+# appends its targets to "$summary" as tab-separated lines
+#   check<TAB>TARGET<TAB>MEASURED<TAB>REFERENCE or -<TAB><= or >=<TAB>GOAL<TAB>UNIT
+# which the summary below prints as they are. ----
+
+echo "== summary"
+go run ./scripts/benchsummary "$summary"

@@ -57,6 +57,9 @@ func ParseDevNodeGroup(s string) (DevNodeGroup, error) {
 			g.NodeClass = v
 		case k == "pool":
 			g.NodePool = v
+			if v == "all" {
+				err = fmt.Errorf(`node is not allowed to register in node pool "all"`)
+			}
 		case strings.HasPrefix(k, "meta.") && len(k) > len("meta."):
 			if g.Meta == nil {
 				g.Meta = map[string]string{}

@@ -85,6 +85,9 @@ type Allocation struct {
 	// AllocatedPorts are the host ports the scheduler gave the group's
 	// network block on the node (Nomad's AllocatedResources.Shared.Ports).
 	AllocatedPorts []AllocatedPort
+	// CheckResults are the latest results of its service checks, by
+	// check ID, as its client reported them.
+	CheckResults map[string]*CheckResult `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64
@@ -257,6 +260,8 @@ type AllocClientUpdate struct {
 	TaskStates        map[string]*TaskState
 	// DeploymentStatus carries health (Healthy and Timestamp); nil: unchanged.
 	DeploymentStatus *AllocDeploymentStatus
+	// CheckResults are the latest check results; nil: unchanged.
+	CheckResults map[string]*CheckResult
 }
 
 // AllocsClientUpdate applies a batch of client reports at idx, with the
@@ -283,6 +288,9 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 		a.ClientDescription = u.ClientDescription
 		if u.TaskStates != nil {
 			a.TaskStates = u.TaskStates
+		}
+		if u.CheckResults != nil {
+			a.CheckResults = u.CheckResults
 		}
 		var healthChange *bool
 		if u.DeploymentStatus != nil && u.DeploymentStatus.Healthy != nil && a.DeploymentID != "" {

@@ -155,6 +155,15 @@ var eventOf = map[string]func(c memdb.Change) (stream.Event, bool){
 		n := publicNode(c.After.(*Node))
 		return stream.Event{Topic: stream.TopicNode, Type: typ, Key: n.ID, Payload: map[string]any{"Node": n}}, true
 	},
+	servicesTable: func(c memdb.Change) (stream.Event, bool) {
+		r, typ := c.After, stream.TypeServiceRegistration
+		if c.Deleted() {
+			r, typ = c.Before, stream.TypeServiceDeregistration
+		}
+		reg := r.(*ServiceRegistration)
+		return stream.Event{Topic: stream.TopicService, Type: typ, Key: reg.ID, Namespace: reg.Namespace,
+			FilterKeys: filterKeys(reg.JobID, reg.ServiceName), Payload: map[string]any{"Service": reg}}, true
+	},
 	aclTokensTable: aclEvent(stream.TopicACLToken, stream.TypeACLTokenUpserted, stream.TypeACLTokenDeleted, func(obj any) (string, any) {
 		t := *obj.(*ACLToken)
 		t.SecretID = "" // never in an event

@@ -133,8 +133,12 @@ func (s *Store) orchTxn() *memdb.Txn {
 // commits. A summary write can only fail on a broken schema: it panics, as
 // maxIndex does, rather than leave the summaries behind the allocations.
 func commitOrch(txn *memdb.Txn, idx uint64) {
-	if err := updateSummariesTxn(txn, idx, txn.Changes()); err != nil {
+	changes := txn.Changes()
+	if err := updateSummariesTxn(txn, idx, changes); err != nil {
 		panic(fmt.Sprintf("state: job summary update at index %d: %v", idx, err))
+	}
+	if err := updateServicesTxn(txn, idx, changes); err != nil {
+		panic(fmt.Sprintf("state: service registration update at index %d: %v", idx, err))
 	}
 	txn.Commit()
 }

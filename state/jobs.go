@@ -41,6 +41,8 @@ type Job struct {
 	Type        string
 	Priority    int
 	Datacenters []string
+	// NodePool restricts placement to the pool's nodes ("all": any node).
+	NodePool    string
 	Meta        map[string]string
 	Update      *UpdateStrategy
 	Multiregion *Multiregion
@@ -117,6 +119,8 @@ type TaskGroup struct {
 	Spreads             []*Spread
 	// Networks is the group's network block (at most one).
 	Networks []*NetworkResource
+	// Services are the group's native services (provider "nomad").
+	Services []*Service `json:",omitempty"`
 }
 
 // RestartPolicy says how a task that exits is restarted in place.
@@ -139,6 +143,8 @@ type Task struct {
 	KillSignal  string
 	Constraints []*Constraint
 	Affinities  []*Affinity
+	// Services are the task's native services (provider "nomad").
+	Services []*Service `json:",omitempty"`
 }
 
 // Resources a task asks for.

@@ -83,6 +83,9 @@ func requireNamespaceTxn(txn *memdb.Txn, job *Job) error {
 func (s *Store) JobRegisterInNamespace(idx uint64, job *Job, eval *Evaluation) (*JobRegisterResult, error) {
 	txn := s.db.Txn(false)
 	err := requireNamespaceTxn(txn, job)
+	if err == nil {
+		err = requireNodePoolTxn(txn, job)
+	}
 	txn.Abort()
 	if err != nil {
 		return nil, err

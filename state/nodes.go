@@ -142,6 +142,9 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 	} else {
 		stored.CreateIndex = idx
 	}
+	if err := ensureNodePoolTxn(txn, idx, stored.NodePool); err != nil {
+		return err
+	}
 	if err := putNodeTxn(txn, idx, &stored, evals); err != nil {
 		return err
 	}

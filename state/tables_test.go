@@ -9,7 +9,7 @@ import (
 func TestTables(t *testing.T) {
 	// Snapshot streams are written in this order: it must not change by accident.
 	want := []string{"index", "acl-auth-methods", "acl-binding-rules", "acl-meta", "acl-policies", "acl-roles", "acl-tokens",
-		"allocs", "deployment_history", "deployments", "evals", "job_scaling_events", "job_summary", "job_versions", "jobs", "namespaces", "nodes", "servers"}
+		"allocs", "deployment_history", "deployments", "evals", "job_scaling_events", "job_summary", "job_versions", "jobs", "namespaces", "node_pools", "nodes", "servers", "service_registrations"}
 	for i := 0; i < 3; i++ { // map iteration order must not leak
 		if got := Tables(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("Tables() = %v, want %v", got, want)
@@ -20,7 +20,8 @@ func TestTables(t *testing.T) {
 		"acl-meta": &ACLMeta{}, "acl-policies": &ACLPolicy{}, "acl-roles": &ACLRole{}, "acl-tokens": &ACLToken{},
 		"servers": &ServerInfo{}, "allocs": &Allocation{}, "deployment_history": &DeploymentEvent{},
 		"deployments": &Deployment{}, "evals": &Evaluation{}, "job_versions": &Job{}, "jobs": &Job{}, "nodes": &Node{},
-		"job_summary": &JobSummary{}, "job_scaling_events": &JobScalingEvents{}, "namespaces": &Namespace{},
+		"job_summary": &JobSummary{}, "job_scaling_events": &JobScalingEvents{}, "namespaces": &Namespace{}, "node_pools": &NodePool{},
+		"service_registrations": &ServiceRegistration{},
 	}
 	for _, table := range want {
 		row := NewRow(table)
@@ -59,13 +60,13 @@ func seedACL(t *testing.T) *Store {
 func TestCountsEveryTable(t *testing.T) {
 	want := map[string]int{"acl-auth-methods": 0, "acl-binding-rules": 0, "acl-meta": 0, "acl-policies": 0,
 		"acl-roles": 0, "acl-tokens": 0, "servers": 0, "allocs": 0, "deployment_history": 0, "deployments": 0,
-		"evals": 0, "job_scaling_events": 0, "job_summary": 0, "job_versions": 0, "jobs": 0, "namespaces": 0, "nodes": 0}
+		"evals": 0, "job_scaling_events": 0, "job_summary": 0, "job_versions": 0, "jobs": 0, "namespaces": 0, "node_pools": 0, "nodes": 0, "service_registrations": 0}
 	if got := NewStore().Counts(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Counts of an empty store %v, want %v", got, want)
 	}
 	want = map[string]int{"acl-auth-methods": 2, "acl-binding-rules": 4, "acl-meta": 1, "acl-policies": 1,
 		"acl-roles": 1, "acl-tokens": 6, "servers": 1, "allocs": 0, "deployment_history": 0, "deployments": 0,
-		"evals": 0, "job_scaling_events": 0, "job_summary": 0, "job_versions": 0, "jobs": 0, "namespaces": 0, "nodes": 0}
+		"evals": 0, "job_scaling_events": 0, "job_summary": 0, "job_versions": 0, "jobs": 0, "namespaces": 0, "node_pools": 0, "nodes": 0, "service_registrations": 0}
 	if got := seedACL(t).Counts(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Counts %v, want %v", got, want)
 	}

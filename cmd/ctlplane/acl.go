@@ -19,7 +19,7 @@ Commands:
   policy         create | list | read | update | delete
   token          create | list | read | update | delete
   role           create | list | read | update | delete
-  auth-method    create | list | read | update | delete
+  auth-method    create | list | read | update | delete | explain
   binding-rule   create | list | read | update | delete
 
 Every command takes -address (env CTLPLANE_HTTP_ADDR) and -token (env

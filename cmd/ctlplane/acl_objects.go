@@ -453,6 +453,7 @@ const authMethodUsage = `Usage: ctlplane acl auth-method <command> [flags]
   update -name=NAME [-display-name=TEXT] [-description=TEXT] [-max-token-ttl=DURATION]
          [-token-locality=local|global] [-config=JSON|@FILE|-]
   delete -name=NAME
+  explain -name=NAME (-bearer-token-file=FILE | -claims-file=FILE)
 `
 
 // authMethod is an auth method as sent and shown. MaxTokenTTL goes out as

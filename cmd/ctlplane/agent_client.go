@@ -100,6 +100,11 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Error: -data-dir is required with -client")
 		return 1
 	}
+	if *nodePool == "all" {
+		// Nomad's check at agent start: "all" is every node, not a place.
+		fmt.Fprintln(stderr, `Error: Invalid node pool: node is not allowed to register in node pool "all"`)
+		return 1
+	}
 	level := hclog.LevelFromString(*logLevel)
 	if level == hclog.NoLevel {
 		fmt.Fprintf(stderr, "invalid -log-level %q\n", *logLevel)

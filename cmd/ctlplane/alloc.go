@@ -16,7 +16,8 @@ import (
 const allocUsage = `Usage: ctlplane alloc <command> [flags] ID
 
 Commands (Nomad's verbs; IDs by unique prefix):
-  status ID                          show an allocation, its tasks' recent events and its placement metrics
+  status ID                          show an allocation, its tasks' recent events, its service checks and its placement metrics
+  checks ID                          show the latest result of each of the allocation's service checks
   logs [-f] [-stderr] ID [TASK]      print a task's output (-f: follow it as it is written)
   fs [-stat] ID [PATH]               list a directory of the allocation or print a file
   restart [-all-tasks] ID [TASK]     restart a task (default: every running task)
@@ -40,6 +41,7 @@ Commands (Nomad's verbs; node IDs by unique prefix):
       -keep-ineligible with -disable: leave the node ineligible
       -m MESSAGE       recorded in the drain's metadata (LastDrain.Meta["message"])
   eligibility -enable|-disable ID    let the scheduler place on the node, or not
+  pool list|info|apply|delete|nodes|jobs   node pools ("ctlplane node pool help")
 
 Every command takes -address (env CTLPLANE_HTTP_ADDR, then NOMAD_ADDR) and
 -token (env CTLPLANE_TOKEN, then NOMAD_TOKEN).
@@ -52,6 +54,7 @@ func runAlloc(args []string, stdout, stderr io.Writer) int {
 		"fs":      allocFS,
 		"restart": allocRestart,
 		"signal":  allocSignal,
+		"checks":  allocChecks,
 	}, args, stdout, stderr)
 }
 
@@ -60,6 +63,7 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		"status":      nodeStatus,
 		"drain":       nodeDrain,
 		"eligibility": nodeEligibility,
+		"pool":        runNodePool,
 	}, args, stdout, stderr)
 }
 
@@ -108,6 +112,7 @@ func allocStatus(args []string, stdout, stderr io.Writer) int {
 		}
 		t.flush()
 	}
+	printAllocChecks(stdout, a.CheckResults)
 	printPlacementMetrics(stdout, a.Metrics)
 	return exitOK
 }

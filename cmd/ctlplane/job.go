@@ -218,7 +218,7 @@ func jobStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	kv(stdout, "ID", job.ID, "Name", job.Name, "Submit Date", fmtUnixNano(job.SubmitTime), "Type", job.Type,
 		"Priority", strconv.Itoa(job.Priority), "Datacenters", strings.Join(job.Datacenters, ","), "Namespace", job.Namespace,
-		"Status", job.Status, "Version", strconv.FormatUint(job.Version, 10), "Stable", strconv.FormatBool(job.Stable))
+		"Node Pool", orNone(job.NodePool), "Status", job.Status, "Version", strconv.FormatUint(job.Version, 10), "Stable", strconv.FormatBool(job.Stable))
 	if d, _, err := c.api.JobLatestDeployment(ctx, id, nil); err == nil && d != nil {
 		c.out("\nLatest Deployment\n")
 		kv(stdout, "ID", short(d.ID), "Status", d.Status, "Description", d.StatusDescription)

@@ -136,6 +136,14 @@ func keepRuntimeInterpolations(body *hclsyntax.Body, src []byte) {
 		if s, ok := runtimeTemplate(a.Expr, src); ok {
 			a.Expr = &hclsyntax.LiteralValueExpr{Val: cty.StringVal(s), SrcRange: a.Expr.Range()}
 		}
+		// And in list elements: args = ["${NOMAD_PORT_http}"].
+		if tuple, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok {
+			for i, e := range tuple.Exprs {
+				if s, ok := runtimeTemplate(e, src); ok {
+					tuple.Exprs[i] = &hclsyntax.LiteralValueExpr{Val: cty.StringVal(s), SrcRange: e.Range()}
+				}
+			}
+		}
 	}
 	for _, b := range body.Blocks {
 		keepRuntimeInterpolations(b.Body, src)

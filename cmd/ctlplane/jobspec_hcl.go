@@ -52,6 +52,7 @@ var (
 	hclJobFields = map[string]hclField{
 		"name": {"Name", "string"}, "type": {"Type", "string"}, "priority": {"Priority", "int"},
 		"datacenters": {"Datacenters", "strings"}, "namespace": {"Namespace", "string"}, "region": {"Region", "string"},
+		"node_pool": {"NodePool", "string"},
 	}
 	hclUpdateFields = map[string]hclField{
 		"max_parallel": {"MaxParallel", "int"}, "health_check": {"HealthCheck", "string"},
@@ -225,6 +226,10 @@ func hclGroup(b *hclsyntax.Block) (map[string]any, error) {
 			if err := appendSpread(g, sub); err != nil {
 				return nil, err
 			}
+		case "service":
+			if err := appendService(g, sub); err != nil {
+				return nil, err
+			}
 		case "network":
 			n, err := hclNetwork(sub)
 			if err != nil {
@@ -291,6 +296,10 @@ func hclTask(b *hclsyntax.Block) (map[string]any, error) {
 			}
 		case "resources":
 			if t["Resources"], err = hclSimpleBlock(sub, hclResourceFields); err != nil {
+				return nil, err
+			}
+		case "service":
+			if err := appendService(t, sub); err != nil {
 				return nil, err
 			}
 		default:

@@ -25,7 +25,8 @@ Commands:
   tls        create a CA and server or client certificates
   job        run, status, stop, history, revert, scale (Nomad's verbs)
   deployment list, status [-monitor], fail, pause, resume, unblock, promote, allocation-health
-  alloc      status, logs
+  alloc      status, checks, logs, fs, restart, signal
+  service    list, info, delete (native service discovery)
   node       status
   system     gc: garbage-collect finished objects now
   namespace  list, apply, delete (Nomad's namespaces)
@@ -71,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSystem(args[1:], stdout, stderr)
 	case "namespace":
 		return runNamespace(args[1:], stdout, stderr)
+	case "service":
+		return runService(args[1:], stdout, stderr)
 	case "event":
 		return runEvent(args[1:], stdout, stderr)
 	case "version", "-version", "--version", "-v":

@@ -75,3 +75,11 @@ func processCPU(pid int) time.Duration {
 	const ticks = 100 // USER_HZ on Linux
 	return time.Duration(ut+st) * time.Second / ticks
 }
+
+// perOp is the server's CPU per operation (0: unknown, or no operation).
+func (u cpuUse) perOp(ops int) time.Duration {
+	if !u.serverKnown || ops == 0 {
+		return 0
+	}
+	return u.server / time.Duration(ops)
+}

@@ -47,6 +47,9 @@ type config struct {
 	etcd          int
 	etcdAddrs     []string
 	name          string    // of the main target in the side-by-side table
+	templates     []string  // create: the BindName loads, the headline first
+	summary       string    // -summary file
+	label         string    // -label
 	variants      []variant // -variant
 }
 
@@ -102,6 +105,9 @@ func run() error {
 	flag.IntVar(&cfg.serverPid, "server-pid", 0, "fanout, read: pid of the -addr server, to report the CPU it and the load generator used during the measurement (known with -spawn)")
 	flag.StringVar(&cfg.name, "name", "ctlplane", "create: name of the measured server in the side-by-side table")
 	flag.Var((*variantList)(&cfg.variants), "variant", "with -spawn, create: also spawn a server with these extra agent flags (and, with @REV, built from that git revision) and measure its creates right after the main one's, as NAME[@REV]=FLAGS (space-separated); repeatable")
+	templates := flag.String("templates", "distinct,repeated", "create: BindName loads, comma-separated, the headline first: distinct (svc<N>-${value.name}, every rule its own) and/or repeated (every rule svc-${value.name})")
+	flag.StringVar(&cfg.summary, "summary", "", "append the create, etcd, read and fanout measurements to this file, tab-separated, for scripts/benchsummary")
+	flag.StringVar(&cfg.label, "label", "loadgen", "with -summary: the label of this run's lines")
 	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file (to see how much of the machine the measuring side takes)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -131,6 +137,12 @@ func run() error {
 			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
 		}
 		cfg.scenarios[s] = true
+	}
+	for _, t := range strings.Split(*templates, ",") {
+		if t = strings.TrimSpace(t); t != "distinct" && t != "repeated" {
+			return fmt.Errorf("bad -templates value %q (known: distinct, repeated)", t)
+		}
+		cfg.templates = append(cfg.templates, strings.TrimSpace(t))
 	}
 	for _, s := range strings.Split(clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -230,6 +242,11 @@ func run() error {
 		}
 	}
 	b.print(os.Stdout)
+	if cfg.summary != "" {
+		if err := b.writeSummary(cfg.summary); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
 	return runErr
 }
 

@@ -50,19 +50,28 @@ func (b *bench) note(scenario, msg string) {
 	b.notes[scenario+": "+benchutil.Truncate(msg, 200)]++
 }
 
-func ruleBody(authMethod, description string) []byte {
-	return fmt.Appendf(nil, `{"AuthMethod":%q,"BindType":"service","BindName":"svc-${value.name}","Selector":"value.team==a","Description":%q}`,
-		authMethod, description)
+// repeatedBindName is the BindName of every rule of the repeated-template
+// load and of the other scenarios.
+const repeatedBindName = "svc-${value.name}"
+
+func ruleBody(authMethod, description, bindName string) []byte {
+	return fmt.Appendf(nil, `{"AuthMethod":%q,"BindType":"service","BindName":%q,"Selector":"value.team==a","Description":%q}`,
+		authMethod, bindName, description)
 }
+
+// ruleSeq numbers the distinct BindNames (svc<N>-${value.name}).
+var ruleSeq atomic.Int64
+
+func distinctBindName() string { return fmt.Sprintf("svc%d-${value.name}", ruleSeq.Add(1)) }
 
 func (b *bench) createRule(ctx context.Context, authMethod string) (string, benchutil.Response) {
-	return b.createRuleOn(ctx, b.c, authMethod)
+	return b.createRuleOn(ctx, b.c, authMethod, repeatedBindName)
 }
 
-func (b *bench) createRuleOn(ctx context.Context, c *benchutil.Client, authMethod string) (string, benchutil.Response) {
+func (b *bench) createRuleOn(ctx context.Context, c *benchutil.Client, authMethod, bindName string) (string, benchutil.Response) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	r := c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, ""), nil)
+	r := c.Do(ctx, http.MethodPut, "/v1/acl/binding-rule", ruleBody(authMethod, "", bindName), nil)
 	if r.Failure() != "" {
 		return "", r
 	}
@@ -153,29 +162,47 @@ func (b *bench) fsync(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// create: PUT /v1/acl/binding-rule from n clients for -duration, per level;
-// with an etcd reference, each level is followed at once by etcd puts from
-// as many clients, and the whole is repeated -rounds times, so that both
-// see the same machine load.
+// create: PUT /v1/acl/binding-rule from n clients for -duration, per level,
+// for each -templates load: "distinct" (the headline: every rule its own
+// BindName, svc<N>-${value.name}) and "repeated" (every rule the same one),
+// all against the jwt auth method "bench" with claim mappings, so that a
+// create is checked against the method's identity fields. With an etcd
+// reference, each level is followed at once by etcd puts from as many
+// clients, and the whole is repeated -rounds times, so that all see the
+// same machine load.
 func (b *bench) create(ctx context.Context) error {
+	for _, sys := range b.systems {
+		if err := ensureBenchMethod(ctx, sys.c); err != nil {
+			return fmt.Errorf("%s: %w", sys.name, err)
+		}
+	}
 	for round := 1; round <= b.cfg.rounds; round++ {
 		for _, n := range b.cfg.clients {
 			for _, sys := range b.systems {
-				cpu := startCPU(sys.pid)
-				lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
-					id, r := b.createRuleOn(ctx, sys.c, "bench")
-					if id != "" {
-						b.mu.Lock()
-						b.ids[sys.name] = append(b.ids[sys.name], id)
-						b.mu.Unlock()
+				for _, tmpl := range b.cfg.templates {
+					name := createLabel(sys.name, tmpl, b.cfg.templates)
+					cpu := startCPU(sys.pid)
+					lats, errs, elapsed := b.load(ctx, "create", n, b.cfg.duration, func(ctx context.Context, _ int) benchutil.Response {
+						bindName := repeatedBindName
+						if tmpl == "distinct" {
+							bindName = distinctBindName()
+						}
+						id, r := b.createRuleOn(ctx, sys.c, benchMethod, bindName)
+						if id != "" {
+							b.mu.Lock()
+							b.ids[sys.name] = append(b.ids[sys.name], id)
+							b.mu.Unlock()
+						}
+						return r
+					})
+					used := cpu.stop(elapsed)
+					b.add(row{scenario: "create", what: name + ": PUT /v1/acl/binding-rule, " + tmpl + " BindName", clients: n, n: fmt.Sprint(len(lats)),
+						rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round, system: name,
+						cpuPerOp: used.perOp(len(lats))})
+					b.add(used.row("create", fmt.Sprintf("%s: CPU at %d clients", name, n)))
+					if ctx.Err() != nil {
+						return ctx.Err()
 					}
-					return r
-				})
-				b.add(row{scenario: "create", what: sys.name + ": PUT /v1/acl/binding-rule", clients: n, n: fmt.Sprint(len(lats)),
-					rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round, system: sys.name})
-				b.add(cpu.stop(elapsed).row("create", fmt.Sprintf("%s: CPU at %d clients", sys.name, n)))
-				if ctx.Err() != nil {
-					return ctx.Err()
 				}
 			}
 			if b.etcd == nil {
@@ -183,10 +210,11 @@ func (b *bench) create(ctx context.Context) error {
 			}
 			cpu := startCPU(b.etcd.pid)
 			lats, errs, elapsed := b.load(ctx, "etcd", n, b.cfg.duration, b.etcd.put)
-			b.add(cpu.stop(elapsed).row("etcd", fmt.Sprintf("etcd (leader): CPU at %d clients", n)))
+			used := cpu.stop(elapsed)
+			b.add(used.row("etcd", fmt.Sprintf("etcd (leader): CPU at %d clients", n)))
 			b.add(row{scenario: "etcd", what: fmt.Sprintf("etcd %s put 256 B (%d member)", b.etcd.version, b.etcd.members), clients: n,
 				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round,
-				system: "etcd"})
+				system: "etcd", cpuPerOp: used.perOp(len(lats))})
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -194,6 +222,55 @@ func (b *bench) create(ctx context.Context) error {
 	}
 	return nil
 }
+
+// createLabel names a server's create load in the tables: the server's
+// name for the first -templates load (the headline), NAME/TEMPLATE for
+// the others.
+func createLabel(system, tmpl string, templates []string) string {
+	if tmpl == templates[0] {
+		return system
+	}
+	return system + "/" + tmpl
+}
+
+// benchMethod is the jwt auth method every create load names.
+const benchMethod = "bench"
+
+// ensureBenchMethod creates (or, on a server that has it, updates) the
+// jwt auth method "bench": a static public key and claim mappings, so that
+// a rule's Selector fields and BindName variables are checked against them.
+func ensureBenchMethod(ctx context.Context, c *benchutil.Client) error {
+	body, err := json.Marshal(map[string]any{
+		"Name": benchMethod, "Type": "jwt",
+		"Config": map[string]any{
+			"JWTValidationPubKeys": []string{benchPubKey},
+			"ClaimMappings":        map[string]string{"sub": "name", "team": "team"},
+			"ListClaimMappings":    map[string]string{"groups": "groups"},
+			"BoundAudiences":       []string{"ctlplane"},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	r := c.Do(ctx, http.MethodPut, "/v1/acl/auth-method", body, nil)
+	if r.Failure() == "" {
+		return nil
+	}
+	if u := c.Do(ctx, http.MethodPut, "/v1/acl/auth-method/"+benchMethod, body, nil); u.Failure() != "" {
+		return fmt.Errorf("creating the auth method: %s; updating it: %s", r.Failure(), u.Failure())
+	}
+	return nil
+}
+
+// benchPubKey is a P-256 public key (PEM) the bench auth method trusts;
+// nothing logs in with it.
+const benchPubKey = `-----BEGIN PUBLIC KEY-----
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEETZi95sa/CS/sqMo5zOVSavI0LgN
+WCztkgyjfVFMetq5J+gz6xZLZYjvpaiQg9Cf7zmviKAJwFmcTtwQyf7FbQ==
+-----END PUBLIC KEY-----
+`
 
 // read: GET /v1/acl/binding-rule/<id> of random rules made by create (or
 // 100 made here when create did not run), on every measured server in
@@ -203,7 +280,7 @@ func (b *bench) read(ctx context.Context) error {
 	for _, sys := range b.systems {
 		ids[sys.name] = b.idsOf(sys)
 		for len(ids[sys.name]) < 100 {
-			id, r := b.createRuleOn(ctx, sys.c, "bench")
+			id, r := b.createRuleOn(ctx, sys.c, benchMethod, repeatedBindName)
 			if f := r.Failure(); f != "" {
 				return fmt.Errorf("creating rules to read on %s: %s", sys.name, f)
 			}
@@ -342,7 +419,7 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int, raw bool) e
 		}
 		defer rawConns.close()
 	}
-	id, r := b.createRuleOn(ctx, c, "bench-fanout")
+	id, r := b.createRuleOn(ctx, c, "bench-fanout", repeatedBindName)
 	if f := r.Failure(); f != "" {
 		return fmt.Errorf("creating the watched rule: %s", f)
 	}

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
 )
@@ -19,8 +21,9 @@ type row struct {
 	rate     float64            // ops/s; 0: not applicable
 	lat      *benchutil.Summary // nil: not applicable
 	errors   int
-	round    int    // create and etcd: which round
-	system   string // create and etcd: which server
+	round    int           // create and etcd: which round
+	system   string        // create and etcd: which server (and load)
+	cpuPerOp time.Duration // create and etcd: the server's CPU per operation (0: unknown)
 }
 
 func (b *bench) print(w io.Writer) {
@@ -63,10 +66,7 @@ func (b *bench) printSideBySide(w io.Writer) {
 	if (b.etcd == nil && len(b.systems) < 2) || !b.cfg.scenarios["create"] {
 		return
 	}
-	names := []string{}
-	for _, s := range b.systems {
-		names = append(names, s.name)
-	}
+	names := b.createNames()
 	if b.etcd != nil {
 		names = append(names, "etcd")
 	}
@@ -94,7 +94,7 @@ func (b *bench) printSideBySide(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "ROUND\tCLIENTS\t"
 	for _, n := range names {
-		head += strings.ToUpper(n) + " OPS/S\tP50\tP99\t"
+		head += strings.ToUpper(n) + " OPS/S\tP50\tP99\tCPU/OP\t"
 	}
 	if b.etcd != nil {
 		head += strings.ToUpper(names[0]) + "/ETCD\t"
@@ -105,10 +105,10 @@ func (b *bench) printSideBySide(w io.Writer) {
 		for _, n := range names {
 			r, ok := byKey[key{l.round, l.clients, n}]
 			if !ok || r.lat == nil {
-				line += "-\t-\t-\t"
+				line += "-\t-\t-\t-\t"
 				continue
 			}
-			line += fmt.Sprintf("%.0f\t%s\t%s\t", r.rate, benchutil.MS(r.lat.P50), benchutil.MS(r.lat.P99))
+			line += fmt.Sprintf("%.0f\t%s\t%s\t%s\t", r.rate, benchutil.MS(r.lat.P50), benchutil.MS(r.lat.P99), usPerOp(r.cpuPerOp))
 		}
 		if b.etcd != nil {
 			first, e := byKey[key{l.round, l.clients, names[0]}], byKey[key{l.round, l.clients, "etcd"}]
@@ -121,4 +121,47 @@ func (b *bench) printSideBySide(w io.Writer) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+}
+
+// createNames are the create loads of the side-by-side table in order:
+// every server's, each with its -templates loads.
+func (b *bench) createNames() []string {
+	var names []string
+	for _, s := range b.systems {
+		for _, t := range b.cfg.templates {
+			names = append(names, createLabel(s.name, t, b.cfg.templates))
+		}
+	}
+	return names
+}
+
+func usPerOp(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+}
+
+// writeSummary appends one line per create, etcd, read and fan-out
+// measurement to file, for scripts/benchsummary: label, scenario, system,
+// clients, round, ops/s, p50 ms, p99 ms, max ms, server CPU µs per op,
+// tab-separated.
+func (b *bench) writeSummary(file string) error {
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, r := range b.rows {
+		if r.lat == nil || (r.scenario != "create" && r.scenario != "etcd" && r.scenario != "read" && r.scenario != "fanout") {
+			continue
+		}
+		system := r.system
+		if system == "" {
+			system = r.what
+		}
+		ms := func(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
+		fmt.Fprintf(f, "%s\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%.1f\n", b.cfg.label, r.scenario, system, r.clients, r.round,
+			r.rate, ms(r.lat.P50), ms(r.lat.P99), ms(r.lat.Max), float64(r.cpuPerOp)/float64(time.Microsecond))
+	}
+	return f.Close()
 }

@@ -109,7 +109,8 @@ func run() error {
 	var rulesFlag string
 	var keep bool
 	var timeout time.Duration
-	var baseline string
+	var baseline, summary string
+	flag.StringVar(&summary, "summary", "", "append this tree's restore, save and restart seconds and peak RSS per rule count to this file as metric lines, for scripts/benchsummary")
 	flag.StringVar(&rulesFlag, "rules", "100000,1000000", "rule counts to measure, comma-separated")
 	flag.DurationVar(&timeout, "timeout", 15*time.Minute, "bound of each restore, save, list and inspect")
 	flag.BoolVar(&keep, "keep", false, "keep the temporary directory (archives, data and server logs)")
@@ -148,7 +149,7 @@ func run() error {
 	}
 
 	type server struct{ name, bin string }
-	servers := []server{{"this tree", bin}}
+	servers := []server{{thisTree, bin}}
 	if baseline != "" {
 		fmt.Fprintf(os.Stderr, "snapbench: building ctlplane at %s\n", baseline)
 		bb, err := benchutil.BuildRev(ctx, dir, baseline, os.Stderr)
@@ -189,6 +190,11 @@ func run() error {
 		}
 	}
 	printResults(results)
+	if summary != "" {
+		if err := writeSummary(summary, results); err != nil {
+			return err
+		}
+	}
 	return runErr
 }
 
@@ -603,3 +609,29 @@ RESTORE: PUT /v1/snapshot sent -> 200 read; SAVE: GET sent -> body fully read; I
 RESTART: the server stopped and started on its data (the restored snapshot, then the log) until it answers a list as leader.
 SERVER PEAK RSS: VmHWM of the server after restore, list, save, and of the restarted one (a fresh server per row).`)
 }
+
+// writeSummary appends "metric NAME VALUE UNIT" lines (tab-separated) of
+// this tree's results: snapshot.{restore,save,restart}.N seconds and
+// snapshot.rss.N bytes for N rules.
+func writeSummary(file string, results []*result) error {
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.server != thisTree {
+			continue
+		}
+		for _, m := range []struct {
+			name string
+			d    time.Duration
+		}{{"restore", r.restore}, {"save", r.save}, {"restart", r.restart}} {
+			fmt.Fprintf(f, "metric\tsnapshot.%s.%d\t%.3f\ts\n", m.name, r.rules, m.d.Seconds())
+		}
+		fmt.Fprintf(f, "metric\tsnapshot.rss.%d\t%d\tB\n", r.rules, r.agentRSS)
+	}
+	return f.Close()
+}
+
+// thisTree names the server built from the working tree in the results.
+const thisTree = "this tree"

@@ -112,7 +112,7 @@ func (s *Service) checkBindingRuleMethod(methodName, ruleID, ns, selector, bindT
 	if err != nil || method == nil {
 		return err
 	}
-	cfg, err := authmethod.ParseConfig(method.Config)
+	cfg, err := s.configs.get(st, method)
 	if err != nil {
 		return fmt.Errorf("auth method validator for %q could not be initialized: %v", method.Name, err)
 	}

@@ -24,6 +24,7 @@ type Service struct {
 	datacenter string
 	resolver   Resolver
 	validators validatorCache
+	configs    methodConfigs
 	// allowHTTPKeyURLs: auth methods may fetch keys over plain http.
 	allowHTTPKeyURLs bool
 	// newID makes new object IDs (tests make it collide).

@@ -16,8 +16,10 @@ import (
 	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/server/namespaces"
+	"github.com/ctlplane/ctlplane/server/nodepools"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/scheduler"
+	"github.com/ctlplane/ctlplane/server/servicereg"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
@@ -66,6 +68,8 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 		Nodes:       nodeSvc,
 		NodeDrain:   nodeSvc,
 		Namespaces:  namespaces.New(deps),
+		NodePools:   nodepools.New(deps),
+		Services:    servicereg.New(deps),
 	}
 }
 

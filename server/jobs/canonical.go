@@ -87,6 +87,7 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 		Type:        str(spec.Type, state.JobTypeService),
 		Priority:    num(spec.Priority, DefaultPriority),
 		Datacenters: append([]string(nil), spec.Datacenters...),
+		NodePool:    str(spec.NodePool, state.NodePoolDefault),
 		Meta:        stringMap(spec.Meta),
 		Stop:        spec.Stop != nil && *spec.Stop,
 	}
@@ -102,6 +103,9 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 	}
 	if len(job.Datacenters) == 0 {
 		job.Datacenters = []string{"*"}
+	}
+	if job.NodePool == "" {
+		job.NodePool = state.NodePoolDefault
 	}
 	// Only service (and system) jobs get the default strategy.
 	var jobUpdate *UpdateSpec
@@ -122,6 +126,12 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 			g = &GroupSpec{}
 		}
 		tg := canonicalGroup(g, jobUpdate)
+		tg.Services = canonicalServices(g.Services, job.Name, tg.Name, "", job.Namespace)
+		for i, t := range tg.Tasks {
+			if i < len(g.Tasks) && g.Tasks[i] != nil {
+				t.Services = canonicalServices(g.Tasks[i].Services, job.Name, tg.Name, t.Name, job.Namespace)
+			}
+		}
 		tg.ReschedulePolicy = reschedulePolicy(spec.Reschedule, g.ReschedulePolicy)
 		tg.Migrate = migrateStrategy(spec.Migrate, g.Migrate)
 		job.TaskGroups = append(job.TaskGroups, tg)

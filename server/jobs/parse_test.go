@@ -20,8 +20,8 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &state.Job{
 		Region: "global", Namespace: "default", ID: "web", Name: "web", Type: "service", Priority: 50,
-		Datacenters: []string{"*"},
-		Update:      DefaultUpdateStrategy(),
+		Datacenters: []string{"*"}, NodePool: "default",
+		Update: DefaultUpdateStrategy(),
 		TaskGroups: []*state.TaskGroup{{
 			Name: "g", Count: 1, Update: DefaultUpdateStrategy(),
 			RestartPolicy:    &state.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"},
@@ -244,7 +244,7 @@ func TestParseUnsupported(t *testing.T) {
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","Resources":{"Networks":[{"DynamicPorts":[{"Label":"http"}]}]}}]}]}`, `Resources.Networks is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","AllAtOnce":true}`, "AllAtOnce is not supported"},
 		{`{"ID":"web","Periodic":{"Enabled":true}}`, "Periodic is not supported"},
-		{`{"ID":"web","TaskGroups":[{"Name":"g","Services":[{"Name":"s"}],"Tasks":[]}]}`, `Services is not supported (task group "g")`},
+		{`{"ID":"web","TaskGroups":[{"Name":"g","Services":[{"Name":"s","Connect":{"Native":true}}],"Tasks":[]}]}`, `Services.Connect is not supported (service "s" in task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","EphemeralDisk":{"SizeMB":500},"Tasks":[]}]}`, `EphemeralDisk is not supported (task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","LogConfig":{"MaxFiles":3}}]}]}`, `LogConfig is not supported (task "t" in task group "g")`},
 		{`{"ID":"web","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"d","RestartPolicy":{"Attempts":5}}]}]}`, `RestartPolicy is not supported (task "t" in task group "g")`},

@@ -38,6 +38,16 @@ func (s *Service) Plan(caller acl.Caller, job *state.Job, diff bool) (*PlanResul
 	} else if ns == nil {
 		return nil, invalid("job %q is in nonexistent namespace %q", job.ID, job.Namespace)
 	}
+	// And in a node pool that does not exist.
+	poolName := job.NodePool
+	if poolName == "" {
+		poolName = state.NodePoolDefault
+	}
+	if _, pool, err := snap.NodePoolByName(memdb.NewWatchSet(), poolName); err != nil {
+		return nil, err
+	} else if pool == nil {
+		return nil, invalid("job %q is in nonexistent node pool %q", job.ID, poolName)
+	}
 	_, cur, err := snap.Job(memdb.NewWatchSet(), job.Namespace, job.ID)
 	if err != nil {
 		return nil, err

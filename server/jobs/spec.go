@@ -58,8 +58,10 @@ type JobSpec struct {
 	Affinities  []*AffinitySpec
 	Spreads     []*SpreadSpec
 
+	// NodePool is the pool the job places in (nil or "": "default").
+	NodePool *string
+
 	AllAtOnce                Unsupported
-	NodePool                 Unsupported
 	Periodic                 Unsupported
 	ParameterizedJob         Unsupported
 	UI                       Unsupported
@@ -134,7 +136,7 @@ type GroupSpec struct {
 	Disconnect                Unsupported
 	EphemeralDisk             Unsupported
 	Networks                  []*NetworkSpec
-	Services                  Unsupported
+	Services                  []*ServiceSpec
 	ShutdownDelay             Unsupported
 	MaxRunDuration            Unsupported
 	StopAfterClientDisconnect Unsupported
@@ -187,7 +189,7 @@ type TaskSpec struct {
 
 	User            Unsupported
 	Lifecycle       Unsupported
-	Services        Unsupported
+	Services        []*ServiceSpec
 	RestartPolicy   Unsupported
 	LogConfig       Unsupported
 	Artifacts       Unsupported
@@ -316,6 +318,9 @@ func checkUnsupported(spec *JobSpec) error {
 				}
 			}
 		}
+		if err := checkUnsupportedServices(g.Services, where); err != nil {
+			return err
+		}
 		if g.RestartPolicy != nil && !isEmptyJSON(g.RestartPolicy.RenderTemplates) {
 			return invalid("RestartPolicy.RenderTemplates is not supported (%s)", where)
 		}
@@ -330,6 +335,9 @@ func checkUnsupported(spec *JobSpec) error {
 			where := fmt.Sprintf("task %q in %s", name, where)
 			if f := firstSet(t); f != "" {
 				return invalid("%s is not supported (%s)", f, where)
+			}
+			if err := checkUnsupportedServices(t.Services, where); err != nil {
+				return err
 			}
 			// Canonicalized clients copy the group's restart policy into each task.
 			if !isDefaultJSON(t.RestartPolicy, groupRestart(g)) {

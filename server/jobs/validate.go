@@ -137,6 +137,7 @@ func validateGroup(tg *state.TaskGroup) []string {
 	checkAffinities(&errs, tg.Affinities)
 	checkSpreads(&errs, tg.Spreads)
 	checkNetworks(&errs, tg.Networks)
+	checkGroupServices(&errs, tg)
 	if tg.RestartPolicy == nil {
 		errs.add("Task Group %v should have a restart policy", tg.Name)
 	} else {

@@ -42,6 +42,7 @@ type groupStatic struct {
 	// without affinities).
 	affinities   []float64
 	evaluated    int
+	inPool       int // ready nodes of the job's node pool
 	available    map[string]int
 	first, later tally
 	used         bool
@@ -107,6 +108,10 @@ func (p *placer) staticFor(job *state.Job, tg *state.TaskGroup) *groupStatic {
 	}
 	for _, ni := range p.nodes {
 		n := ni.node
+		if !state.InNodePool(n, job.NodePool) {
+			continue
+		}
+		g.inPool++
 		if !inDatacenters(job.Datacenters, n.Datacenter) {
 			continue
 		}

@@ -133,6 +133,8 @@ func testJob(id string, count int, opts ...jobOpt) *state.Job {
 	j := &state.Job{
 		Namespace: "default", ID: id, Name: id, Type: state.JobTypeService, Priority: 50,
 		Datacenters: []string{"dc1"},
+		// "all": the test fleets mix node pools; the pool tests name theirs.
+		NodePool: state.NodePoolAll,
 		TaskGroups: []*state.TaskGroup{{
 			Name:   "web",
 			Count:  count,

@@ -171,7 +171,14 @@ func inplaceCases() []inplaceCase {
 			group(j).Networks = []*state.NetworkResource{{Mode: "host", DynamicPorts: []state.Port{{Label: "http", HostNetwork: "default"}}}}
 		}, true},
 
+		{[]string{"TaskGroup.Services"}, "group services are applied in place (Nomad: only Connect services are destructive)", func(j *state.Job) {
+			group(j).Services = []*state.Service{{Name: "web", Provider: "nomad", Tags: []string{"v2"}}}
+		}, false},
+
 		// Task
+		{[]string{"Task.Services"}, "task services are applied in place (Nomad: only Connect services are destructive)", func(j *state.Job) {
+			task(j).Services = []*state.Service{{Name: "web", Provider: "nomad"}}
+		}, false},
 		{[]string{"Task.Name"}, "task Name renamed: the old task is deleted (destructive)", func(j *state.Job) { task(j).Name = "server" }, true},
 		{[]string{"Task.Driver"}, "task Driver is destructive", func(j *state.Job) { task(j).Driver = "raw_exec" }, true},
 		{[]string{"Task.Config"}, "task Config is destructive", func(j *state.Job) { task(j).Config["run_for"] = "2h" }, true},

@@ -144,7 +144,7 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	start := time.Now()
 	need := tg.Resources()
 	st := p.staticFor(job, tg)
-	m := st.metric(len(p.nodes))
+	m := st.metric(st.inPool)
 	props := p.propertyCounts(job, tg)
 	checkDistinct := props != nil || hasOperand(job.Constraints, ConstraintDistinctHosts) || hasOperand(tg.Constraints, ConstraintDistinctHosts)
 	// With affinities the best normalized score wins (Nomad's ranking);

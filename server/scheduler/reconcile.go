@@ -276,10 +276,11 @@ func (r *reconciler) tainted(nodeID string) bool {
 }
 
 // stillFits says whether the allocation's node is still in the job's
-// datacenters and has the group's drivers.
+// node pool and datacenters and has the group's drivers.
 func (r *reconciler) stillFits(a *state.Allocation, tg *state.TaskGroup) bool {
 	n := r.nodes[a.NodeID]
-	return n != nil && inDatacenters(r.job.Datacenters, n.Datacenter) && hasDrivers(n, tg) && nodeMeets(r.job, tg, n)
+	return n != nil && state.InNodePool(n, r.job.NodePool) && inDatacenters(r.job.Datacenters, n.Datacenter) &&
+		hasDrivers(n, tg) && nodeMeets(r.job, tg, n)
 }
 
 // version returns one stored version of the job (nil when it is gone).

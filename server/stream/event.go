@@ -15,6 +15,7 @@ const (
 	TopicAllocation     = "Allocation"
 	TopicJob            = "Job"
 	TopicNode           = "Node"
+	TopicService        = "Service"
 	TopicACLToken       = "ACLToken"
 	TopicACLPolicy      = "ACLPolicy"
 	TopicACLRole        = "ACLRole"
@@ -50,6 +51,8 @@ const (
 	TypeACLAuthMethodDeleted          = "ACLAuthMethodDeleted"
 	TypeACLBindingRuleUpserted        = "ACLBindingRuleUpserted"
 	TypeACLBindingRuleDeleted         = "ACLBindingRuleDeleted"
+	TypeServiceRegistration           = "ServiceRegistration"
+	TypeServiceDeregistration         = "ServiceDeregistration"
 )
 
 // Event is one change to one object, as Nomad's structs.Event. Payload is

@@ -42,7 +42,7 @@ func ParseTopics(values []string) (map[string][]string, error) {
 
 // Topics lists the topics served.
 func Topics() []string {
-	return []string{TopicDeployment, TopicEvaluation, TopicAllocation, TopicJob, TopicNode,
+	return []string{TopicDeployment, TopicEvaluation, TopicAllocation, TopicJob, TopicNode, TopicService,
 		TopicACLToken, TopicACLPolicy, TopicACLRole, TopicACLAuthMethod, TopicACLBindingRule}
 }
 

@@ -11,23 +11,17 @@ import (
 
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-bexpr/grammar"
-	lru "github.com/hashicorp/golang-lru"
 	"github.com/hashicorp/hil"
 	"github.com/hashicorp/hil/ast"
-)
-
-var (
-	serviceNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9\-_]*[a-z0-9])?$`)
-	roleNameRE    = regexp.MustCompile(`^[A-Za-z0-9\-_]{1,256}$`)
 )
 
 // ValidName says whether a computed name is allowed for the bind type.
 func ValidName(bindType, name string) bool {
 	switch bindType {
 	case state.BindTypeService, state.BindTypeNode:
-		return len(name) <= 256 && serviceNameRE.MatchString(name)
+		return validServiceName(name)
 	case state.BindTypeRole:
-		return roleNameRE.MatchString(name)
+		return validRoleName(name)
 	}
 	return false
 }
@@ -35,38 +29,16 @@ func ValidName(bindType, name string) bool {
 // ValidateFields checks Selector, BindType and BindName of a rule
 // without knowing its auth method: every interpolation is rendered as
 // "fake" and the result must be a valid name for the bind type. The error
-// texts are the ones users of the upstream service know.
+// texts are the ones users of the upstream service know. Nothing is
+// memoized: fields in the spec's grammar take a few microseconds (see
+// simple.go), so a rule never seen before costs what a repeated one does.
 func ValidateFields(selector, bindType, bindName string) error {
-	// Clients write many rules with the same fields: parsing the selector
-	// and the template again each time was most of a create's CPU.
-	key := selector + "\x00" + bindType + "\x00" + bindName
-	if len(key) > maxMemoKey {
-		return validateFields(selector, bindType, bindName)
-	}
-	if v, ok := validated.Get(key); ok {
-		err, _ := v.(error)
-		return err
-	}
-	err := validateFields(selector, bindType, bindName)
-	validated.Add(key, err)
-	return err
+	return validateFields(selector, bindType, bindName, true)
 }
 
-// validated memoizes ValidateFields (it is pure) for short fields.
-var validated = mustLRU(4096)
-
-// maxMemoKey bounds what the memo keeps: 4096 entries of 1 KiB at most.
-const maxMemoKey = 1024
-
-func mustLRU(size int) *lru.Cache {
-	c, err := lru.New(size)
-	if err != nil {
-		panic(err) // only for a size <= 0
-	}
-	return c
-}
-
-func validateFields(selector, bindType, bindName string) error {
+// validateFields is ValidateFields; simple=false leaves every input to the
+// libraries (the oracle of the differential fuzz test).
+func validateFields(selector, bindType, bindName string, simple bool) error {
 	if err := CheckSelectorSize("Selector", selector); err != nil {
 		return fmt.Errorf("Invalid Binding Rule: %v", err)
 	}
@@ -74,7 +46,7 @@ func validateFields(selector, bindType, bindName string) error {
 		return fmt.Errorf("Invalid Binding Rule: %v", err)
 	}
 	if selector != "" {
-		tree, err := ParseSelector("Selector", selector)
+		tree, err := parseSelector("Selector", selector, simple)
 		if err != nil {
 			return fmt.Errorf("invalid Binding Rule: Selector is invalid: %v", err)
 		}
@@ -95,7 +67,7 @@ func validateFields(selector, bindType, bindName string) error {
 	default:
 		return fmt.Errorf("Invalid Binding Rule: unknown BindType %q", bindType)
 	}
-	if _, err := ComputeBindName(bindType, bindName, nil); err != nil {
+	if _, err := computeBindName(bindType, bindName, nil, simple); err != nil {
 		return fmt.Errorf("Invalid Binding Rule: invalid BindName or BindVars: %v", err)
 	}
 	return nil
@@ -131,7 +103,11 @@ func checkSelectorRegexps(e grammar.Expression) error {
 // name rule. With vars == nil every variable the template uses renders as
 // "fake", which is how a rule is validated before any identity exists.
 func ComputeBindName(bindType, bindName string, vars map[string]string) (string, error) {
-	name, err := renderTemplate(bindName, vars)
+	return computeBindName(bindType, bindName, vars, true)
+}
+
+func computeBindName(bindType, bindName string, vars map[string]string, simple bool) (string, error) {
+	name, err := renderTemplate(bindName, vars, simple)
 	if err != nil {
 		return "", fmt.Errorf("failed to validate bindType %q: error interpreting template: %v", bindType, err)
 	}
@@ -141,7 +117,7 @@ func ComputeBindName(bindType, bindName string, vars map[string]string) (string,
 	return name, nil
 }
 
-func renderTemplate(tmpl string, vars map[string]string) (string, error) {
+func renderTemplate(tmpl string, vars map[string]string, simple bool) (string, error) {
 	if !strings.Contains(tmpl, "${") {
 		return tmpl, nil
 	}
@@ -150,6 +126,16 @@ func renderTemplate(tmpl string, vars map[string]string) (string, error) {
 	if err := CheckTemplateSize(tmpl); err != nil {
 		return "", err
 	}
+	if simple {
+		if out, ok := renderSimple(tmpl, vars); ok {
+			return out, nil
+		}
+	}
+	return renderHIL(tmpl, vars)
+}
+
+// renderHIL renders a template with HIL, the definition of the syntax.
+func renderHIL(tmpl string, vars map[string]string) (string, error) {
 	tree, err := hil.Parse(tmpl)
 	if err != nil {
 		return "", err

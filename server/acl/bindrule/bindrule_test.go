@@ -153,26 +153,3 @@ func TestComputeBindName(t *testing.T) {
 		})
 	}
 }
-
-// The memo answers as validating afresh does, for valid and invalid fields,
-// and fields too long for the memo are still validated.
-func TestValidateFieldsMemo(t *testing.T) {
-	long := strings.Repeat("a", maxMemoKey)
-	cases := [][3]string{
-		{"value.team == a", "service", "svc-${value.name}"},
-		{"value.team ==", "service", "svc"},
-		{"", "service", "svc-${"},
-		{"value.x matches \"[\"", "role", "r"},
-		{"", "service", long},
-		{"", "service", long + "$"},
-	}
-	for _, c := range cases {
-		want := validateFields(c[0], c[1], c[2])
-		for range 2 {
-			got := ValidateFields(c[0], c[1], c[2])
-			if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
-				t.Errorf("ValidateFields%q = %v, afresh %v", c, got, want)
-			}
-		}
-	}
-}

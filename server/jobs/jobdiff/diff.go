@@ -134,6 +134,7 @@ func groupDiff(old, new *state.TaskGroup, contextual bool) *TaskGroupDiff {
 		d.Objects = append(d.Objects, o)
 	}
 	d.Objects = append(d.Objects, networkDiffs(old.Networks, new.Networks, contextual)...)
+	d.Objects = append(d.Objects, serviceDiffs(old.Services, new.Services, contextual)...)
 	d.Tasks = taskDiffs(old.Tasks, new.Tasks, contextual)
 	return d
 }
@@ -189,6 +190,7 @@ func taskDiff(old, new *state.Task, contextual bool) *TaskDiff {
 	if o := resourcesDiff(old.Resources, new.Resources, contextual); o != nil {
 		d.Objects = append(d.Objects, o)
 	}
+	d.Objects = append(d.Objects, serviceDiffs(old.Services, new.Services, contextual)...)
 	return d
 }
 
