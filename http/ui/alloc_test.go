@@ -78,6 +78,7 @@ func TestUINodes(t *testing.T) {
 	p := openTab(t, ts.URL)
 	p.open("/ui/nodes", "#nodes table")
 	p.waitText("#nodes tbody tr", "ready", 3*time.Second)
+	p.waitText("#nodes tbody tr td:nth-child(2)", "default", time.Second) // its node pool
 	p.waitText("#nodes tbody tr .status-eligible", "eligible", time.Second)
 	p.waitText("#nodes tbody tr", "2 running", time.Second)
 	p.waitText("#nodes tbody tr", "200 / ", time.Second) // two tasks of 100 MHz

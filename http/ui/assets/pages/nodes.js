@@ -29,6 +29,7 @@ export async function mount(main, [nodeID], scope) {
     const toggle = (label, path, body) => actionButton(label, () => put(path, body), msg);
     replace(list, table('Nodes', [
       ['Name', n => h('a', {href: `/ui/nodes/${enc(n.ID)}`}, n.Name)],
+      ['Pool', n => n.NodePool || 'default'],
       ['Status', n => status(n.Status)],
       ['Eligibility', n => status(n.SchedulingEligibility)],
       ['Drain', n => n.Drain ? status('draining') : 'no'],
