@@ -9,9 +9,9 @@ import (
 	"github.com/ctlplane/ctlplane/server/servertest"
 )
 
-// The login explain page (POST /v1/acl/auth-method/<name>/explain, from
-// branch explain): claims pasted for a method show which rules match,
-// why the others do not, and the token the login would mint.
+// The login explain page (POST /v1/acl/auth-method/<name>/explain): claims
+// pasted for a method show which rules match, why the others do not, and
+// the token the login would mint.
 func TestUILoginExplain(t *testing.T) {
 	ts := servertest.Start(t, servertest.ACL(rootToken))
 	root := []string{"X-Service-Token", rootToken}
