@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: build dev test bench lint fuzz chaos
+.PHONY: build dev test deps bench lint fuzz chaos
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ctlplane ./cmd/ctlplane
@@ -12,10 +12,15 @@ build:
 dev:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/ctlplane agent -dev
 
-# Every test, through the real stack, with the race detector.
-test:
+# Every test, through the real stack, with the race detector. The web UI's
+# tests drive a headless Chromium: deps installs Debian's when it is missing.
+test: deps
 	$(GO) test -race -count=1 -timeout 18m ./...
 	cd third_party/go-immutable-radix && $(GO) test -race -count=1 .
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+deps:
+	@command -v chromium >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium)
 
 # Every benchmark (scripts/bench.sh), next to etcd in the same run: load tool,
 # cluster, failover, snapshots, Go benchmarks. BENCH_QUICK=1: a few minutes.

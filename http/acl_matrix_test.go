@@ -41,6 +41,7 @@ const (
 	needOpWrite    = "operator:write" // peer removal
 	needManagement = "management"     // snapshot save and restore
 	needSelf       = "self"           // token/self: any known token, itself
+	needKnown      = "known"          // the UI's capabilities: any known token (anonymous too), about itself
 	needBootstrap  = "bootstrap"      // PUT /v1/acl/bootstrap: no token needed, once
 	needLogin      = "login"          // POST /v1/acl/login: no token needed (any sent is ignored)
 	needLogout     = "logout"         // POST /v1/acl/logout: the caller's own token, made by a login
@@ -354,6 +355,7 @@ func acxEndpoints() []acxEndpoint {
 		{method: "GET", path: "/v1/acl/tokens", need: needACLRead, ok: ok},
 		{method: "PUT", path: "/v1/acl/token", body: `{"Description":"t{n}"}`, need: needACLWrite, ok: ok},
 		{method: "GET", path: "/v1/acl/token/self", need: needSelf, ok: ok},
+		{method: "GET", path: "/v1/ui/capabilities?namespace=default", need: needKnown, ok: ok},
 		{method: "GET", path: "/v1/acl/token/{token}", need: needACLRead, ok: ok},
 		{method: "PUT", path: "/v1/acl/token/{token}", body: `{"Description":"d{n}"}`, need: needACLWrite, ok: ok},
 		{method: "DELETE", path: "/v1/acl/token/{fresh-token}", need: needACLWrite, ok: okTrue},
@@ -486,6 +488,11 @@ func (e *acxEndpoint) want(c *acxCaller, aclsOn bool, resetIndex uint64) acxWant
 	}
 	switch e.need {
 	case needNone, needOpen, needLogin:
+		return e.ok
+	case needKnown:
+		if !c.known {
+			return acxWant{403, aclNotFound}
+		}
 		return e.ok
 	case needLogout:
 		switch {

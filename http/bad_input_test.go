@@ -135,7 +135,7 @@ func TestRouting(t *testing.T) {
 		{method: "PUT", path: "/v1/acl/binding-rules/x", status: 404, body: badURL},
 		{method: "GET", path: "/v1/nope", status: 404, body: badURL},
 		{method: "GET", path: "/v1", status: 404, body: badURL},
-		{method: "GET", path: "/", status: 404, body: badURL},
+		{method: "GET", path: "/uix", status: 404, body: badURL}, // "/" and "/ui" redirect to the web UI (http/ui)
 		{method: "GET", path: "/v2/acl/binding-rules", status: 404, body: badURL},
 		{method: "POST", path: "/v1/nope", status: 404, body: badURL},
 	}

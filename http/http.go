@@ -121,6 +121,7 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 	h.registerSystem()
 	h.registerNomadCLI()
 	h.registerEventStream()
+	h.registerUI()
 	return h
 }
 
