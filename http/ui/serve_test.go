@@ -93,27 +93,45 @@ func TestUIRedirectMethods(t *testing.T) {
 	}
 }
 
-// index.html preloads every module (a page's first paint waits for them
-// all; one round instead of one per level of imports): a new module must
-// be listed there.
+// index.html preloads every shared module (one round instead of one per
+// level of imports): a new one must be listed there; page modules are
+// loaded by their route.
 func TestUIModulesPreloaded(t *testing.T) {
 	index, err := os.ReadFile("assets/index.html")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	app, err := os.ReadFile("assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, pages := 0, 0
 	err = filepath.WalkDir("assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".js") || p == "assets/app.js" {
 			return err
 		}
-		n++
-		if link := `<link rel="modulepreload" href="/ui/` + strings.TrimPrefix(p, "assets/") + `">`; !strings.Contains(string(index), link) {
+		name := strings.TrimPrefix(p, "assets/")
+		link := `<link rel="modulepreload" href="/ui/` + name + `">`
+		if strings.HasPrefix(name, "pages/") {
+			// A page's module loads when the page is opened: the first
+			// paint waits for the shared modules and one page only.
+			pages++
+			if strings.Contains(string(index), link) {
+				t.Errorf("index.html preloads the page module %s", name)
+			}
+			if imp := "import('./" + name + "')"; !strings.Contains(string(app), imp) {
+				t.Errorf("app.js has no route that loads %s (%s)", name, imp)
+			}
+			return nil
+		}
+		shared++
+		if !strings.Contains(string(index), link) {
 			t.Errorf("index.html lacks %s", link)
 		}
 		return nil
 	})
-	if err != nil || n < 10 {
-		t.Fatalf("%d modules, %v", n, err)
+	if err != nil || shared < 4 || pages < 10 {
+		t.Fatalf("%d shared modules, %d pages, %v", shared, pages, err)
 	}
 }
 

@@ -3,28 +3,18 @@
 import {h, replace, errorText} from './dom.js';
 import {capabilities, getToken, setToken} from './api.js';
 import {navigate, setRouter} from './nav.js';
-import * as deployments from './pages/deployments.js';
-import * as job from './pages/job.js';
-import * as historyPage from './pages/history.js';
-import * as alloc from './pages/alloc.js';
-import * as nodes from './pages/nodes.js';
-import * as rules from './pages/rules.js';
-import * as methods from './pages/methods.js';
-import * as explain from './pages/explain.js';
-import * as run from './pages/run.js';
-import * as jobs from './pages/jobs.js';
 
 const routes = [
-  [/^\/ui\/?$/, deployments, 'deployments'],
-  [/^\/ui\/jobs\/?$/, jobs, 'jobs'],
-  [/^\/ui\/jobs\/run\/?$/, run, 'run'],
-  [/^\/ui\/jobs\/([^/]+)\/([^/]+)$/, job, 'jobs'],
-  [/^\/ui\/deployments\/([^/]+)$/, historyPage, 'deployments'],
-  [/^\/ui\/allocations\/([^/]+)$/, alloc, 'deployments'],
-  [/^\/ui\/nodes(?:\/([^/]+))?\/?$/, nodes, 'nodes'],
-  [/^\/ui\/acl\/binding-rules\/?$/, rules, 'binding-rules'],
-  [/^\/ui\/acl\/auth-methods\/?$/, methods, 'auth-methods'],
-  [/^\/ui\/acl\/explain\/?$/, explain, 'explain'],
+  [/^\/ui\/?$/, () => import('./pages/deployments.js'), 'deployments'],
+  [/^\/ui\/jobs\/?$/, () => import('./pages/jobs.js'), 'jobs'],
+  [/^\/ui\/jobs\/run\/?$/, () => import('./pages/run.js'), 'run'],
+  [/^\/ui\/jobs\/([^/]+)\/([^/]+)$/, () => import('./pages/job.js'), 'jobs'],
+  [/^\/ui\/deployments\/([^/]+)$/, () => import('./pages/history.js'), 'deployments'],
+  [/^\/ui\/allocations\/([^/]+)$/, () => import('./pages/alloc.js'), 'deployments'],
+  [/^\/ui\/nodes(?:\/([^/]+))?\/?$/, () => import('./pages/nodes.js'), 'nodes'],
+  [/^\/ui\/acl\/binding-rules\/?$/, () => import('./pages/rules.js'), 'binding-rules'],
+  [/^\/ui\/acl\/auth-methods\/?$/, () => import('./pages/methods.js'), 'auth-methods'],
+  [/^\/ui\/acl\/explain\/?$/, () => import('./pages/explain.js'), 'explain'],
 ];
 
 let scope = null;
@@ -38,7 +28,7 @@ class Scope {
 
 async function route() {
   if (scope) scope.close();
-  scope = new Scope();
+  const current = scope = new Scope();
   const main = document.getElementById('main');
   const path = location.pathname;
   for (const [re, page, nav] of routes) {
@@ -49,7 +39,11 @@ async function route() {
     }
     replace(main, h('p', {}, 'Loading…'));
     try {
-      await page.mount(main, m.slice(1).map(s => s && decodeURIComponent(s)), scope);
+      // A page's module is fetched when it is first opened (the browser
+      // keeps it): the first paint waits for one page, not all of them.
+      const mod = await page();
+      if (current.closed) return; // left while it loaded
+      await mod.mount(main, m.slice(1).map(s => s && decodeURIComponent(s)), current);
     } catch (e) {
       replace(main, h('h1', {}, 'Error'), h('p', {class: 'error', role: 'alert'}, errorText(e)));
     }
