@@ -43,6 +43,7 @@ func main() {
 	deployments := flag.Int("deployments", 10000, "deployments for the list/read latency run (one job of count 1 each)")
 	reads := flag.Int("reads", 2000, "reads per latency measurement")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile := flag.String("memprofile", "", "write a heap profile after the placements to this file")
 	workers := flag.Int("scheduler-workers", 0, "the agent's scheduler workers (0: its default)")
 	registerClients := flag.Int("register-clients", 16, "concurrent clients registering the small jobs of the evaluation run")
 	nodesProcess := flag.Bool("nodes-process", false, "run the simulated nodes in a child process, so that the heap measured is the server's alone")
@@ -83,6 +84,8 @@ func main() {
 		cfg.DevNodes = 0
 	}
 	cfg.HeartbeatTTL = time.Minute
+	// The simulated nodes of -nodes-process share one client IP.
+	cfg.HTTPMaxConnsPerClient = 0
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
 	a, err := agent.New(cfg)
 	if err != nil {
@@ -113,6 +116,9 @@ func main() {
 	waitFor("placement deployments successful", 30*time.Minute, func() bool { return successful(a, "place-") >= *jobs })
 	fmt.Printf("             all %d deployments successful %s after the first register\n", *jobs, time.Since(start).Round(time.Millisecond))
 	heapAfter := heap()
+	if *memProfile != "" {
+		writeHeapProfile(*memProfile)
+	}
 	whose := "server state and the simulated nodes' runners together"
 	if *nodesProcess {
 		whose = "the server's alone"
@@ -289,6 +295,17 @@ func waitFor(what string, limit time.Duration, cond func() bool) {
 			fail("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		fail("writing the heap profile: %v", err)
 	}
 }
 
