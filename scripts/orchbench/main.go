@@ -43,6 +43,7 @@ func main() {
 	deployments := flag.Int("deployments", 10000, "deployments for the list/read latency run (one job of count 1 each)")
 	reads := flag.Int("reads", 2000, "reads per latency measurement")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	dataDir := flag.Bool("data-dir", false, "run the agent as a server with its Raft log and snapshots on disk (a temporary directory) instead of in memory (-dev)")
 	memProfile := flag.String("memprofile", "", "write a heap profile after the placements to this file")
 	workers := flag.Int("scheduler-workers", 0, "the agent's scheduler workers (0: its default)")
 	registerClients := flag.Int("register-clients", 16, "concurrent clients registering the small jobs of the evaluation run")
@@ -80,6 +81,17 @@ func main() {
 	cfg.ACLEnabled = false
 	cfg.DevNodes = *nodes
 	cfg.SchedulerWorkers = *workers
+	if *dataDir {
+		// Raft's log on disk, as a server runs: the heap holds the state,
+		// not every entry since the last snapshot (the in-memory store of
+		// -dev keeps them, 10,240 and more).
+		dir, err := os.MkdirTemp("", "orchbench-data-")
+		if err != nil {
+			fail("%v", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.Dev, cfg.DataDir, cfg.BootstrapExpect = false, dir, 1
+	}
 	if *nodesProcess {
 		cfg.DevNodes = 0
 	}
