@@ -51,3 +51,15 @@ echo "== 4. snapshots"
 go run ./scripts/snapbench -rules="$rules"
 echo "== 5. Go benchmarks"
 go test -run '^$' -bench . -benchtime 200000x ./server/acl/
+
+# ---- perforch (issue 20 items 2, 4, 5): orchestrator and event stream ----
+# orchbench runs this tree, then the same load on ctlplane built from
+# $ORCH_BASELINE (with this tree's orchbench), in the same run.
+orch_base=${ORCH_BASELINE:-db72721} orch_jobs=100 orch_evals=10000
+if [ -n "$quick" ] && [ "$quick" != 0 ]; then orch_jobs=20 orch_evals=2000; fi
+echo "== 6. orchestrator: placements, evaluations (register → complete), next to $orch_base"
+go run ./scripts/orchbench -baseline="$orch_base" -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=1000 -max-parallel=100 -deployments="$orch_evals"
+echo "== 7. orchestrator memory: the server's heap alone (simulated nodes in a child process), next to $orch_base"
+go run ./scripts/orchbench -baseline="$orch_base" -nodes-process -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=0
+echo "== 8. event stream fan-out: 1,000 subscribers at 1,000 writes/s (the same writes without subscribers: the reference)"
+go test -run '^$' -bench BenchmarkEventStreamFanout -benchtime=5000x ./server/agent/

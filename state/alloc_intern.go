@@ -1,5 +1,11 @@
 package state
 
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
 // Allocations repeat strings by the hundred thousand: every allocation of
 // a plan names its job, evaluation and deployment, every one on a node the
 // node, and each decoded Raft entry gave each its own copy, as it did to
@@ -93,4 +99,52 @@ func planStrings() func(string) string {
 		m[s] = s
 		return s
 	}
+}
+
+// metricMaps shares equal maps among the metrics of one plan's placements:
+// they saw the same datacenters and classes, and many of their top nodes
+// scored alike (empty nodes score the same), while a small Go map costs
+// hundreds of bytes. Stored metrics are never changed in place, so
+// allocations may share them.
+type metricMaps struct {
+	ints   map[string]map[string]int
+	floats map[string]map[string]float64
+	buf    []byte
+}
+
+func newMetricMaps() *metricMaps {
+	return &metricMaps{ints: map[string]map[string]int{}, floats: map[string]map[string]float64{}}
+}
+
+// share replaces m's maps with equal ones seen before in the plan.
+func (mm *metricMaps) share(m *AllocMetric) {
+	if m == nil {
+		return
+	}
+	m.NodesAvailable = shareMap(mm, mm.ints, m.NodesAvailable)
+	m.ClassFiltered = shareMap(mm, mm.ints, m.ClassFiltered)
+	m.ConstraintFiltered = shareMap(mm, mm.ints, m.ConstraintFiltered)
+	m.ClassExhausted = shareMap(mm, mm.ints, m.ClassExhausted)
+	m.DimensionExhausted = shareMap(mm, mm.ints, m.DimensionExhausted)
+	for _, s := range m.ScoreMetaData {
+		if s != nil {
+			s.Scores = shareMap(mm, mm.floats, s.Scores)
+		}
+	}
+}
+
+func shareMap[V int | float64](mm *metricMaps, seen map[string]map[string]V, m map[string]V) map[string]V {
+	if len(m) == 0 {
+		return m
+	}
+	mm.buf = mm.buf[:0]
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		// %v of a float is its shortest exact form: equal keys, equal maps.
+		mm.buf = fmt.Appendf(mm.buf, "%q=%v;", k, m[k])
+	}
+	if c, ok := seen[string(mm.buf)]; ok {
+		return c
+	}
+	seen[string(mm.buf)] = m
+	return m
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
@@ -19,7 +20,9 @@ func TestAllocationsShareTheirRepeatedStrings(t *testing.T) {
 		a := w.newAlloc("a", 10+i, 500+i, w.dep.ID)
 		a.JobID, a.EvalID, a.DeploymentID = own(a.JobID), own(planID(801)), own(a.DeploymentID)
 		a.Namespace, a.NodeID, a.TaskGroup = own(a.Namespace), own(a.NodeID), own(a.TaskGroup)
-		a.Metrics = &AllocMetric{ScoreMetaData: []*NodeScoreMeta{{NodeID: own(w.node.ID), Scores: map[string]float64{own("binpack"): 0.5}}}}
+		a.Metrics = &AllocMetric{NodesAvailable: map[string]int{own("dc1"): 3},
+			ScoreMetaData: []*NodeScoreMeta{{NodeID: own(w.node.ID), Scores: map[string]float64{own("binpack"): 0.5}},
+				{NodeID: own(w.node.ID), Scores: map[string]float64{own("binpack"): 0.25 * float64(i)}}}}
 		placements = append(placements, a)
 	}
 	w.apply(&Plan{EvalID: planID(801), Namespace: "default", JobID: "web", JobModifyIndex: w.job.JobModifyIndex, Now: 5,
@@ -47,6 +50,15 @@ func TestAllocationsShareTheirRepeatedStrings(t *testing.T) {
 		k1 = k
 	}
 	same("score key", k0, k1)
+	// Equal metric maps are one map; different ones stay apart.
+	sameMap := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	if !sameMap(a0.Metrics.NodesAvailable, a1.Metrics.NodesAvailable) || !sameMap(a0.Metrics.ScoreMetaData[0].Scores, a1.Metrics.ScoreMetaData[0].Scores) {
+		t.Error("equal metric maps of one plan's allocations are two maps")
+	}
+	if sameMap(a0.Metrics.ScoreMetaData[1].Scores, a1.Metrics.ScoreMetaData[1].Scores) ||
+		a0.Metrics.ScoreMetaData[1].Scores["binpack"] != 0 || a1.Metrics.ScoreMetaData[1].Scores["binpack"] != 0.25 {
+		t.Errorf("different scores shared: %v, %v", a0.Metrics.ScoreMetaData[1].Scores, a1.Metrics.ScoreMetaData[1].Scores)
+	}
 
 	// Two clients' reports of the same task states.
 	report := func(a *Allocation) *AllocClientUpdate {

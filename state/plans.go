@@ -246,10 +246,11 @@ func (s *Store) ApplyPlanWithEvals(idx uint64, p *Plan, evals []*Evaluation) (*P
 			return nil, fmt.Errorf("failed updating allocation: %w", err)
 		}
 	}
-	local := planStrings()
+	local, metrics := planStrings(), newMetricMaps()
 	for _, pl := range p.Placements {
 		a := pl.Copy()
 		a.internStrings(shared, local)
+		metrics.share(a.Metrics)
 		a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = idx, idx, idx
 		a.CreateTime, a.ModifyTime = p.Now, p.Now
 		if a.ClientStatus == "" {
