@@ -46,6 +46,7 @@ func main() {
 	dataDir := flag.Bool("data-dir", false, "run the agent as a server with its Raft log and snapshots on disk (a temporary directory) instead of in memory (-dev)")
 	memProfile := flag.String("memprofile", "", "write a heap profile after the placements to this file")
 	workers := flag.Int("scheduler-workers", 0, "the agent's scheduler workers (0: its default)")
+	registerRate := flag.Int("register-rate", 0, "small jobs registered per second in the evaluation run (0: as fast as the clients go), to see the latency below saturation")
 	registerClients := flag.Int("register-clients", 16, "concurrent clients registering the small jobs of the evaluation run")
 	nodesProcess := flag.Bool("nodes-process", false, "run the simulated nodes in a child process, so that the heap measured is the server's alone")
 	baseline := flag.String("baseline", "", "also run this benchmark on ctlplane built from this git revision, alternating with this tree, in the same run")
@@ -166,7 +167,16 @@ func main() {
 				}
 			}()
 		}
+		var tick <-chan time.Time
+		if *registerRate > 0 {
+			t := time.NewTicker(time.Second / time.Duration(*registerRate))
+			defer t.Stop()
+			tick = t.C
+		}
 		for j := 0; j < *deployments; j++ {
+			if tick != nil {
+				<-tick
+			}
 			next <- j
 		}
 		close(next)
@@ -175,8 +185,12 @@ func main() {
 		waitFor("small deployments", 30*time.Minute, func() bool { return successful(a, "small-") >= *deployments })
 		el := time.Since(start)
 		evals := a.Broker.Stats().Processed - evalsBefore
-		fmt.Printf("evaluations: %d jobs registered (%d clients, %s) to successful in %s: %d evaluations, %.0f evaluations/s\n",
-			*deployments, *registerClients, registered.Round(time.Millisecond), el.Round(time.Millisecond), evals, float64(evals)/el.Seconds())
+		paced := ""
+		if *registerRate > 0 {
+			paced = fmt.Sprintf(", paced at %d/s", *registerRate)
+		}
+		fmt.Printf("evaluations: %d jobs registered (%d clients%s, %s) to successful in %s: %d evaluations, %.0f evaluations/s\n",
+			*deployments, *registerClients, paced, registered.Round(time.Millisecond), el.Round(time.Millisecond), evals, float64(evals)/el.Seconds())
 		if s := evalLatency(a, "small-"); s != nil {
 			fmt.Printf("             register → evaluation complete: p50 %s  p99 %s  max %s  (%d job-register evaluations)\n",
 				benchutil.MS(s.P50), benchutil.MS(s.P99), benchutil.MS(s.Max), s.N)
