@@ -61,5 +61,9 @@ echo "== 6. orchestrator: placements, evaluations (register → complete), next 
 go run ./scripts/orchbench -baseline="$orch_base" -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=1000 -max-parallel=100 -deployments="$orch_evals"
 echo "== 7. orchestrator memory: the server's heap alone (simulated nodes in a child process), next to $orch_base"
 go run ./scripts/orchbench -baseline="$orch_base" -nodes-process -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=0
+echo "   ... and with the Raft log on disk (-data-dir), as a server runs"
+go run ./scripts/orchbench -baseline="$orch_base" -data-dir -nodes-process -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=0
+echo "   ... and the evaluation latency below saturation (registers paced at 100/s)"
+go run ./scripts/orchbench -baseline="$orch_base" -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=3000 -register-rate=100
 echo "== 8. event stream fan-out: 1,000 subscribers at 1,000 writes/s (the same writes without subscribers: the reference)"
 go test -run '^$' -bench BenchmarkEventStreamFanout -benchtime=5000x ./server/agent/
