@@ -31,10 +31,16 @@ func compare(rev string, rounds int) {
 		fail("%v", err)
 	}
 	var args []string
-	for _, a := range os.Args[1:] {
-		if !strings.HasPrefix(strings.TrimLeft(a, "-"), "baseline") && !strings.HasPrefix(strings.TrimLeft(a, "-"), "rounds") {
-			args = append(args, a)
+	for i := 1; i < len(os.Args); i++ {
+		a := os.Args[i]
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "baseline" || name == "rounds" {
+			if !hasValue {
+				i++ // -baseline REV: its value is the next argument
+			}
+			continue
 		}
+		args = append(args, a)
 	}
 	fmt.Printf("# orchbench %s, this tree and %s alternating, %d round(s)\n", strings.Join(args, " "), rev, rounds)
 	for r := 1; r <= rounds; r++ {
