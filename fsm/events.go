@@ -39,6 +39,7 @@ func (f *FSM) SetEventSink(sink EventSink) {
 var eventTypes = map[MessageType]state.EventTypes{
 	// A job's status follows its allocations: the entry that moved it names the event.
 	PlanApplyType:              {stream.TopicAllocation: stream.TypePlanResult, stream.TopicJob: stream.TypePlanResult},
+	PlanApplyEvalsType:         {stream.TopicAllocation: stream.TypePlanResult, stream.TopicJob: stream.TypePlanResult},
 	AllocClientUpdateType:      {stream.TopicJob: stream.TypeAllocationUpdated},
 	DeploymentPromoteType:      {stream.TopicDeployment: stream.TypeDeploymentPromotion, stream.TopicAllocation: stream.TypeDeploymentPromotion},
 	DeploymentAllocHealthType:  {stream.TopicDeployment: stream.TypeDeploymentAllocHealth, stream.TopicAllocation: stream.TypeDeploymentAllocHealth},

@@ -20,6 +20,9 @@ const (
 	// Numbered apart from the others so that types added beside it on
 	// other branches do not collide.
 	AllocDesiredTransitionType MessageType = 40
+	// PlanApplyEvalsType: a plan with its evaluation's outcome (80–89 are
+	// this branch's).
+	PlanApplyEvalsType MessageType = 80
 )
 
 // Done is the answer of a write that has nothing to report but its success.
@@ -75,6 +78,14 @@ type PlanApplyRequest struct {
 	Plan *state.Plan
 }
 
+// PlanApplyEvalsRequest applies one scheduler plan and, when it is
+// applied, writes Evals with it (the evaluation complete, its blocked
+// evaluation): a refused plan writes nothing, and the scheduler tries again.
+type PlanApplyEvalsRequest struct {
+	Plan  *state.Plan
+	Evals []*state.Evaluation
+}
+
 // NodeRegisterRequest registers or re-registers a client node.
 type NodeRegisterRequest struct {
 	Node  *state.Node
@@ -126,6 +137,9 @@ var (
 	})
 	PlanApply = define(PlanApplyType, "plan apply", func(s *state.Store, idx uint64, r *PlanApplyRequest) (*state.PlanResult, error) {
 		return s.ApplyPlan(idx, r.Plan)
+	})
+	PlanApplyEvals = define(PlanApplyEvalsType, "plan apply with evals", func(s *state.Store, idx uint64, r *PlanApplyEvalsRequest) (*state.PlanResult, error) {
+		return s.ApplyPlanWithEvals(idx, r.Plan, r.Evals)
 	})
 	DeploymentStatus = define(DeploymentStatusType, "deployment status", func(s *state.Store, idx uint64, r *state.DeploymentUpdateRequest) (*state.DeploymentUpdateResult, error) {
 		return s.DeploymentUpdateStatus(idx, r)

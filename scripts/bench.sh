@@ -70,5 +70,20 @@ awk '/^BenchmarkValidateDistinct\// { split($1, a, "[/-]"); print "metric\tvalid
 #   check<TAB>TARGET<TAB>MEASURED<TAB>REFERENCE or -<TAB><= or >=<TAB>GOAL<TAB>UNIT
 # which the summary below prints as they are. ----
 
+# orchbench runs this tree, then the same load on ctlplane built from
+# $ORCH_BASELINE (with this tree's orchbench), in the same run.
+orch_base=${ORCH_BASELINE:-db72721} orch_jobs=100 orch_evals=10000
+if [ -n "$quick" ] && [ "$quick" != 0 ]; then orch_jobs=20 orch_evals=2000; fi
+echo "== 6. orchestrator: placements, evaluations (register → complete), next to $orch_base"
+go run ./scripts/orchbench -baseline="$orch_base" -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=1000 -max-parallel=100 -deployments="$orch_evals"
+echo "== 7. orchestrator memory: the server's heap alone (simulated nodes in a child process), next to $orch_base"
+go run ./scripts/orchbench -baseline="$orch_base" -nodes-process -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=0
+echo "   ... and with the Raft log on disk (-data-dir), as a server runs"
+go run ./scripts/orchbench -baseline="$orch_base" -data-dir -nodes-process -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=0
+echo "   ... and the evaluation latency below saturation (registers paced at 100/s)"
+go run ./scripts/orchbench -baseline="$orch_base" -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=3000 -register-rate=100
+echo "== 8. event stream fan-out: 1,000 subscribers at 1,000 writes/s (the same writes without subscribers: the reference)"
+go test -run '^$' -bench BenchmarkEventStreamFanout -benchtime=5000x ./server/agent/
+
 echo "== summary"
 go run ./scripts/benchsummary "$summary"

@@ -287,11 +287,12 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 		a.ClientStatus = u.ClientStatus
 		a.ClientDescription = u.ClientDescription
 		if u.TaskStates != nil {
-			a.TaskStates = u.TaskStates
+			a.TaskStates = internTaskStates(u.TaskStates, shared)
 		}
 		if u.CheckResults != nil {
 			a.CheckResults = u.CheckResults
 		}
+		a.ClientStatus, a.ClientDescription = shared(a.ClientStatus), shared(a.ClientDescription)
 		var healthChange *bool
 		if u.DeploymentStatus != nil && u.DeploymentStatus.Healthy != nil && a.DeploymentID != "" {
 			if a.DeploymentStatus == nil {

@@ -73,14 +73,20 @@ func (s *Store) AllocsIndex() uint64 { return s.TableIndex(allocsTable) }
 
 // ClientAllocsIndex is ClientAllocs' index alone: cheap enough to run on
 // every wake-up of a node's blocking read (most are its own reports).
+//
+// ws fires when the servers change one of the node's allocations (not on
+// the client's own reports): the channel is taken before the read, so a
+// change committed in between wakes it at once.
 func (s *Store) ClientAllocsIndex(ws memdb.WatchSet, nodeID string) (uint64, error) {
+	if ws != nil {
+		ws.Add(s.nodeAllocs.ch(nodeID))
+	}
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	iter, err := txn.Get(allocsTable, "node", nodeID)
 	if err != nil {
 		return 0, fmt.Errorf("failed allocs list: %w", err)
 	}
-	ws.Add(iter.WatchCh())
 	idx := uint64(1)
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
 		idx = max(idx, raw.(*Allocation).AllocModifyIndex)

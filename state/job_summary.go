@@ -126,6 +126,7 @@ func (s *Store) JobSummaries(ws memdb.WatchSet, jobs []*Job) (uint64, map[[2]str
 func (s *Store) orchTxn() *memdb.Txn {
 	txn := s.writeTxn()
 	txn.TrackChanges()
+	txn.Defer(func() { s.nodeAllocs.notify(txn.Changes()) })
 	return txn
 }
 

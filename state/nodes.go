@@ -58,6 +58,11 @@ type Node struct {
 	StatusUpdatedAt int64
 	CreateIndex     uint64
 	ModifyIndex     uint64
+
+	// class caches ComputedClass: set when the node is written (nodes in
+	// the store are never changed in place), so that a scheduler looking
+	// at every node does not hash each one anew. Not stored or encoded.
+	class string
 }
 
 // DriverInfo says whether a driver was found on the node and works.
@@ -156,6 +161,7 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 // change.
 func putNodeTxn(txn *memdb.Txn, idx uint64, n *Node, evals []*Evaluation) error {
 	n.ModifyIndex = idx
+	n.class = n.computeClass()
 	if err := txn.Insert(nodesTable, n); err != nil {
 		return fmt.Errorf("failed writing node: %w", err)
 	}

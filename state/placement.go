@@ -129,6 +129,13 @@ func addCount(m *map[string]int, key string) {
 // and meta that are not unique.* keys. Feasibility found for one node
 // holds for every node of its class.
 func (n *Node) ComputedClass() string {
+	if n.class != "" {
+		return n.class
+	}
+	return n.computeClass()
+}
+
+func (n *Node) computeClass() string {
 	var b strings.Builder
 	pool := n.NodePool
 	if pool == "" {

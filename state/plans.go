@@ -125,6 +125,14 @@ type PlanResult struct {
 // updates is gone, or a deployment it places for or updates is no longer
 // running. The scheduler then tries again from a fresh snapshot.
 func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
+	return s.ApplyPlanWithEvals(idx, p, nil)
+}
+
+// ApplyPlanWithEvals is ApplyPlan that also writes evals (the outcome of
+// the evaluation that made the plan: it complete, its blocked evaluation)
+// in the same transaction, and only when the plan is applied: one Raft
+// entry per evaluation instead of two. A refused plan writes nothing.
+func (s *Store) ApplyPlanWithEvals(idx uint64, p *Plan, evals []*Evaluation) (*PlanResult, error) {
 	txn := s.orchTxn()
 	defer txn.Abort()
 	if reason, err := checkPlanTxn(txn, p); err != nil || reason != "" {
@@ -238,8 +246,11 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 			return nil, fmt.Errorf("failed updating allocation: %w", err)
 		}
 	}
+	local, metrics := planStrings(), newMetricMaps()
 	for _, pl := range p.Placements {
 		a := pl.Copy()
+		a.internStrings(shared, local)
+		metrics.share(a.Metrics)
 		a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = idx, idx, idx
 		a.CreateTime, a.ModifyTime = p.Now, p.Now
 		if a.ClientStatus == "" {
@@ -299,6 +310,11 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 	}
 	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups)+len(p.ClientStates) > 0 {
 		if err := setIndex(txn, allocsTable, idx); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range evals {
+		if err := upsertEvalTxn(txn, idx, e); err != nil {
 			return nil, err
 		}
 	}

@@ -110,6 +110,9 @@ func (r *Restore) Insert(table string, row any) error {
 	if ss, ok := row.(stringSharer); ok {
 		ss.shareStrings(r.strings.share)
 	}
+	if n, ok := row.(*Node); ok {
+		n.class = n.computeClass()
+	}
 	if err := r.txn.Insert(table, row); err != nil {
 		return fmt.Errorf("failed restoring a row of %s: %w", table, err)
 	}

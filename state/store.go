@@ -153,6 +153,8 @@ type Store struct {
 	abandonCh   chan struct{}
 
 	changes changeLog // what committed writes changed, for the event stream
+	// nodeAllocs wakes nodes' blocking reads (shared with point-in-time copies).
+	nodeAllocs *nodeAllocWatch
 }
 
 // NewStore returns an empty store.
@@ -162,14 +164,19 @@ func NewStore() *Store {
 		// The schema is static: a failure here is a programming error.
 		panic(fmt.Sprintf("state: invalid schema: %v", err))
 	}
-	return &Store{db: db, abandonCh: make(chan struct{})}
+	return &Store{db: db, abandonCh: make(chan struct{}), nodeAllocs: &nodeAllocWatch{}}
 }
 
 // AbandonCh is closed when this store has been replaced by a restore.
 func (s *Store) AbandonCh() <-chan struct{} { return s.abandonCh }
 
 // Abandon marks the store as replaced and wakes everything watching it.
-func (s *Store) Abandon() { s.abandonOnce.Do(func() { close(s.abandonCh) }) }
+func (s *Store) Abandon() {
+	s.abandonOnce.Do(func() {
+		close(s.abandonCh)
+		s.nodeAllocs.abandon()
+	})
+}
 
 // maxIndex is the highest index of the given tables, never below 1 so that a
 // blocking client never sees index 0 and busy-loops.
@@ -249,5 +256,5 @@ func HashOf(fields ...string) []byte {
 // (memdb is an immutable radix tree): the scheduler computes a plan from one
 // consistent view while writes go on.
 func (s *Store) PointInTime() *Store {
-	return &Store{db: s.db.Snapshot(), abandonCh: s.abandonCh}
+	return &Store{db: s.db.Snapshot(), abandonCh: s.abandonCh, nodeAllocs: s.nodeAllocs}
 }

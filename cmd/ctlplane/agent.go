@@ -60,6 +60,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.Var(&devGroups, "dev-node-group", "more simulated nodes alike, as count=N,name=NAME,dc=DC,class=CLASS,pool=POOL,cpu=MHZ,memory=MB,meta.KEY=V,attr.KEY=V; may be repeated")
 	flags.IntVar(&cfg.MaxNodes, "max-nodes", 10000, "client nodes that may be registered; a new node over it is refused with 400")
 	flags.IntVar(&cfg.SchedulerWorkers, "scheduler-workers", 0, "evaluations the leader schedules at once (default: the number of CPUs)")
+	flags.IntVar(&cfg.SchedulerWorkers, "num-schedulers", 0, "the same as -scheduler-workers (Nomad's name)")
 	flags.DurationVar(&cfg.GCInterval, "gc-interval", 5*time.Minute, "how often the leader garbage-collects finished evaluations, allocations, deployments, jobs and nodes")
 	flags.DurationVar(&cfg.EvalGCThreshold, "eval-gc-threshold", time.Hour, "how long an evaluation (and its allocations) must have been terminal before it is collected")
 	flags.DurationVar(&cfg.DeploymentGCThreshold, "deployment-gc-threshold", time.Hour, "how long a deployment must have been finished before it is collected")

@@ -5,6 +5,12 @@
 // memory per allocation.
 //
 //	go run ./scripts/orchbench -nodes=1000 -jobs=100 -count=1000
+//
+// With -nodes-process the simulated nodes run in a child process (talking
+// to the agent over TCP), so that the heap printed is the server's alone;
+// with -baseline=REV the same measurement also runs on ctlplane as it was
+// at git revision REV, alternating with this tree's, in the same run (see
+// compare.go).
 package main
 
 import (
@@ -17,6 +23,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
@@ -36,7 +43,25 @@ func main() {
 	deployments := flag.Int("deployments", 10000, "deployments for the list/read latency run (one job of count 1 each)")
 	reads := flag.Int("reads", 2000, "reads per latency measurement")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	dataDir := flag.Bool("data-dir", false, "run the agent as a server with its Raft log and snapshots on disk (a temporary directory) instead of in memory (-dev)")
+	memProfile := flag.String("memprofile", "", "write a heap profile after the placements to this file")
+	workers := flag.Int("scheduler-workers", 0, "the agent's scheduler workers (0: its default)")
+	registerRate := flag.Int("register-rate", 0, "small jobs registered per second in the evaluation run (0: as fast as the clients go), to see the latency below saturation")
+	registerClients := flag.Int("register-clients", 16, "concurrent clients registering the small jobs of the evaluation run")
+	nodesProcess := flag.Bool("nodes-process", false, "run the simulated nodes in a child process, so that the heap measured is the server's alone")
+	baseline := flag.String("baseline", "", "also run this benchmark on ctlplane built from this git revision, alternating with this tree, in the same run")
+	rounds := flag.Int("rounds", 1, "with -baseline: runs of each")
+	simNodes := flag.Int("sim-nodes", 0, "(internal) run this many simulated nodes against -server until killed")
+	serverURL := flag.String("server", "", "(internal) the agent's HTTP URL, with -sim-nodes")
 	flag.Parse()
+	if *simNodes > 0 {
+		runSimNodes(*simNodes, *serverURL)
+		return
+	}
+	if *baseline != "" {
+		compare(*baseline, *rounds)
+		return
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -56,7 +81,24 @@ func main() {
 	cfg.RaftTimeout = 200 * time.Millisecond
 	cfg.ACLEnabled = false
 	cfg.DevNodes = *nodes
+	cfg.SchedulerWorkers = *workers
+	if *dataDir {
+		// Raft's log on disk, as a server runs: the heap holds the state,
+		// not every entry since the last snapshot (the in-memory store of
+		// -dev keeps them, 10,240 and more).
+		dir, err := os.MkdirTemp("", "orchbench-data-")
+		if err != nil {
+			fail("%v", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.Dev, cfg.DataDir, cfg.BootstrapExpect = false, dir, 1
+	}
+	if *nodesProcess {
+		cfg.DevNodes = 0
+	}
 	cfg.HeartbeatTTL = time.Minute
+	// The simulated nodes of -nodes-process share one client IP.
+	cfg.HTTPMaxConnsPerClient = 0
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
 	a, err := agent.New(cfg)
 	if err != nil {
@@ -64,7 +106,13 @@ func main() {
 	}
 	defer a.Shutdown()
 	base := "http://" + a.HTTPAddr()
-	fmt.Printf("orchbench: %d simulated nodes in one agent, %d CPUs, %s\n", *nodes, runtime.NumCPU(), runtime.Version())
+	where := "in the agent's process"
+	if *nodesProcess {
+		stop := startSimNodes(*nodes, base)
+		defer stop()
+		where = "in a child process"
+	}
+	fmt.Printf("orchbench: one agent, %d simulated nodes %s, %d CPUs, %s\n", *nodes, where, runtime.NumCPU(), runtime.Version())
 	waitFor("nodes ready", 2*time.Minute, func() bool { return readyNodes(a) >= *nodes })
 
 	heapBefore := heap()
@@ -81,9 +129,16 @@ func main() {
 	waitFor("placement deployments successful", 30*time.Minute, func() bool { return successful(a, "place-") >= *jobs })
 	fmt.Printf("             all %d deployments successful %s after the first register\n", *jobs, time.Since(start).Round(time.Millisecond))
 	heapAfter := heap()
-	fmt.Printf("memory:      heap %s before, %s after %d allocations: %s per 100k allocations (server state and the simulated nodes' runners together)\n",
+	if *memProfile != "" {
+		writeHeapProfile(*memProfile)
+	}
+	whose := "server state and the simulated nodes' runners together"
+	if *nodesProcess {
+		whose = "the server's alone"
+	}
+	fmt.Printf("memory:      heap %s before, %s after %d allocations: %s per 100k allocations (%s)\n",
 		benchutil.Bytes(int64(heapBefore)), benchutil.Bytes(int64(heapAfter)), total,
-		benchutil.Bytes(int64(float64(heapAfter-min(heapBefore, heapAfter))*100000/float64(max(total, 1)))))
+		benchutil.Bytes(int64(float64(heapAfter-min(heapBefore, heapAfter))*100000/float64(max(total, 1)))), whose)
 
 	// 2. Rollout: register to successful, then a destructive new version
 	// rolled MaxParallel at a time with MinHealthyTime 0.
@@ -101,14 +156,45 @@ func main() {
 	if *deployments > 0 {
 		evalsBefore := a.Broker.Stats().Processed
 		start = time.Now()
-		for j := 0; j < *deployments; j++ {
-			register(base, fmt.Sprintf("small-%d", j), 1, 1, 0)
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range max(*registerClients, 1) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range next {
+					register(base, fmt.Sprintf("small-%d", j), 1, 1, 0)
+				}
+			}()
 		}
+		var tick <-chan time.Time
+		if *registerRate > 0 {
+			t := time.NewTicker(time.Second / time.Duration(*registerRate))
+			defer t.Stop()
+			tick = t.C
+		}
+		for j := 0; j < *deployments; j++ {
+			if tick != nil {
+				<-tick
+			}
+			next <- j
+		}
+		close(next)
+		wg.Wait()
+		registered := time.Since(start)
 		waitFor("small deployments", 30*time.Minute, func() bool { return successful(a, "small-") >= *deployments })
 		el := time.Since(start)
 		evals := a.Broker.Stats().Processed - evalsBefore
-		fmt.Printf("evaluations: %d jobs registered to successful in %s: %d evaluations, %.0f evaluations/s\n",
-			*deployments, el.Round(time.Millisecond), evals, float64(evals)/el.Seconds())
+		paced := ""
+		if *registerRate > 0 {
+			paced = fmt.Sprintf(", paced at %d/s", *registerRate)
+		}
+		fmt.Printf("evaluations: %d jobs registered (%d clients%s, %s) to successful in %s: %d evaluations, %.0f evaluations/s\n",
+			*deployments, *registerClients, paced, registered.Round(time.Millisecond), el.Round(time.Millisecond), evals, float64(evals)/el.Seconds())
+		if s := evalLatency(a, "small-"); s != nil {
+			fmt.Printf("             register → evaluation complete: p50 %s  p99 %s  max %s  (%d job-register evaluations)\n",
+				benchutil.MS(s.P50), benchutil.MS(s.P99), benchutil.MS(s.Max), s.N)
+		}
 
 		// 4. Deployment list and read latency.
 		_, all, _ := a.State().Deployments(memdb.NewWatchSet(), state.AllNamespaces, "")
@@ -145,7 +231,7 @@ func register(base, id string, count, maxParallel, version int) {
 			"Config": map[string]any{"stdout_string": fmt.Sprint(version)}, "Resources": map[string]any{"CPU": 10, "MemoryMB": 16}}},
 	}}}
 	buf, _ := json.Marshal(map[string]any{"Job": job})
-	resp, err := http.Post(base+"/v1/jobs", "application/json", strings.NewReader(string(buf)))
+	resp, err := httpClient.Post(base+"/v1/jobs", "application/json", strings.NewReader(string(buf)))
 	if err != nil {
 		fail("register %s: %v", id, err)
 	}
@@ -156,8 +242,12 @@ func register(base, id string, count, maxParallel, version int) {
 	}
 }
 
+// httpClient keeps a connection per concurrent register (the default
+// transport keeps 2 idle, so 16 clients would dial anew on most requests).
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+
 func get(url string) {
-	resp, err := http.Get(url)
+	resp, err := httpClient.Get(url)
 	if err != nil {
 		fail("GET %s: %v", url, err)
 	}
@@ -166,6 +256,23 @@ func get(url string) {
 	if resp.StatusCode != http.StatusOK {
 		fail("GET %s: %d", url, resp.StatusCode)
 	}
+}
+
+// evalLatency summarizes, over the complete job-register evaluations of
+// the jobs named with prefix, the time from their creation (the register's
+// Raft entry) to their completion.
+func evalLatency(a *agent.Agent, prefix string) *benchutil.Summary {
+	_, evals, _ := a.State().Evals(memdb.NewWatchSet(), state.AllNamespaces)
+	var lat []time.Duration
+	for _, ev := range evals {
+		if strings.HasPrefix(ev.JobID, prefix) && ev.TriggeredBy == state.EvalTriggerJobRegister && ev.Status == state.EvalStatusComplete {
+			lat = append(lat, time.Duration(ev.ModifyTime-ev.CreateTime))
+		}
+	}
+	if len(lat) == 0 {
+		return nil
+	}
+	return benchutil.Summarize(lat)
 }
 
 func readyNodes(a *agent.Agent) int {
@@ -214,6 +321,17 @@ func waitFor(what string, limit time.Duration, cond func() bool) {
 			fail("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		fail("writing the heap profile: %v", err)
 	}
 }
 

@@ -65,8 +65,21 @@ func (w *Watcher) Run(ctx context.Context) error {
 	log := w.deps.Logger.Named("deployment_watcher")
 	// Evaluations waiting for their batch to close, by deployment.
 	pending := map[string]time.Time{}
+	// A deployment is checked again when it changed (every rule reads
+	// what its allocations' reports count into it) or its next deadline
+	// came, not on every change of any deployment: with thousands in
+	// progress that was thousands of checks per write. checked is the
+	// highest ModifyIndex checked; deadlines the next time of each.
+	var checked uint64
+	deadlines := map[string]time.Time{}
+	var last *state.Store
 	for {
 		st := w.deps.State()
+		if st != last {
+			// A restored store: its indexes owe nothing to the old one's.
+			last, checked = st, 0
+			clear(deadlines)
+		}
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
 		_, all, err := st.ActiveDeployments(ws)
@@ -84,9 +97,28 @@ func (w *Watcher) Run(ctx context.Context) error {
 				delete(pending, id)
 			}
 		}
+		for id := range deadlines {
+			if !active[id] {
+				delete(deadlines, id)
+			}
+		}
+		seen := checked
 		for _, d := range all {
-			if next := w.check(st, d, now, pending, log); !next.IsZero() && (deadline.IsZero() || next.Before(deadline)) {
-				deadline = next
+			at, waiting := deadlines[d.ID]
+			if d.ModifyIndex <= checked && (!waiting || now.Before(at)) {
+				continue
+			}
+			seen = max(seen, d.ModifyIndex)
+			if next := w.check(st, d, now, pending, log); next.IsZero() {
+				delete(deadlines, d.ID)
+			} else {
+				deadlines[d.ID] = next
+			}
+		}
+		checked = seen
+		for _, at := range deadlines {
+			if deadline.IsZero() || at.Before(deadline) {
+				deadline = at
 			}
 		}
 		for id, at := range pending {

@@ -44,6 +44,8 @@ type Broker struct {
 	logger  hclog.Logger
 
 	usage usage.View
+	// batcher writes the workers' evaluation updates, many per Raft entry.
+	batcher *evalBatcher
 
 	processed atomic.Uint64
 	failed    atomic.Uint64
@@ -56,7 +58,8 @@ func New(deps svc.Deps, factory Factory, workers int) *Broker {
 	if workers < 1 {
 		workers = 1
 	}
-	return &Broker{deps: deps, factory: factory, workers: workers, logger: deps.Logger.Named("evals")}
+	return &Broker{deps: deps, factory: factory, workers: workers, logger: deps.Logger.Named("evals"),
+		batcher: &evalBatcher{raft: deps.Raft}}
 }
 
 // AllocsDeleted tells the broker that allocations were deleted at index
@@ -377,9 +380,21 @@ func (b *Broker) process(ev *state.Evaluation) (err error) {
 type planner struct{ broker *Broker }
 
 func (p *planner) SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store, error) {
+	return p.SubmitPlanEvals(plan, nil)
+}
+
+// SubmitPlanEvals makes the planner a scheduler.EvalPlanner: the plan and
+// the evaluation's outcome in one Raft entry.
+func (p *planner) SubmitPlanEvals(plan *state.Plan, evals []*state.Evaluation) (*state.PlanResult, *state.Store, error) {
 	b := p.broker
 	plan.Now = b.deps.NowNanos()
-	res, err := fsm.Apply(b.deps.Raft, fsm.PlanApply, &fsm.PlanApplyRequest{Plan: plan})
+	var res *state.PlanResult
+	var err error
+	if len(evals) == 0 {
+		res, err = fsm.Apply(b.deps.Raft, fsm.PlanApply, &fsm.PlanApplyRequest{Plan: plan})
+	} else {
+		res, err = fsm.Apply(b.deps.Raft, fsm.PlanApplyEvals, &fsm.PlanApplyEvalsRequest{Plan: plan, Evals: evals})
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -404,6 +419,5 @@ func (p *planner) upsert(eval *state.Evaluation) error {
 	if eval.ModifyTime == 0 {
 		eval.ModifyTime = b.deps.NowNanos()
 	}
-	_, err := fsm.Apply(b.deps.Raft, fsm.EvalUpsert, &fsm.EvalUpsertRequest{Evals: []*state.Evaluation{eval}})
-	return err
+	return b.batcher.upsert(eval)
 }

@@ -44,6 +44,13 @@ type Planner interface {
 	CreateEval(eval *state.Evaluation) error // follow-ups, blocked evals
 }
 
+// EvalPlanner is an optional Planner capability: SubmitPlanEvals commits
+// the plan and, only when it is applied, evals with it in one Raft entry
+// (the evaluation's outcome), as SubmitPlan otherwise.
+type EvalPlanner interface {
+	SubmitPlanEvals(plan *state.Plan, evals []*state.Evaluation) (*state.PlanResult, *state.Store, error)
+}
+
 // UsageSource is an optional Planner capability: the resources the live
 // allocations use on each node as of snap, kept up to date incrementally,
 // so that an evaluation need not walk every allocation of the cluster.
@@ -98,12 +105,31 @@ func (s *serviceScheduler) Process(eval *state.Evaluation) error {
 		if res.plan.IsNoOp() {
 			return s.complete(snap, eval, res)
 		}
-		pr, fresh, err := s.planner.SubmitPlan(res.plan)
-		if err != nil {
-			return fmt.Errorf("evaluation %s: submitting plan: %w", eval.ID, err)
-		}
-		if pr.Refused == "" {
-			return s.complete(snap, eval, res)
+		var pr *state.PlanResult
+		var fresh *state.Store
+		if ep, ok := s.planner.(EvalPlanner); ok {
+			// The outcome rides with the plan: applied together or not at all.
+			writes, err := s.completion(snap, eval, res)
+			if err != nil {
+				return err
+			}
+			evals := make([]*state.Evaluation, len(writes))
+			for i, w := range writes {
+				evals[i] = w.eval
+			}
+			if pr, fresh, err = ep.SubmitPlanEvals(res.plan, evals); err != nil {
+				return fmt.Errorf("evaluation %s: submitting plan: %w", eval.ID, err)
+			}
+			if pr.Refused == "" {
+				return nil
+			}
+		} else {
+			if pr, fresh, err = s.planner.SubmitPlan(res.plan); err != nil {
+				return fmt.Errorf("evaluation %s: submitting plan: %w", eval.ID, err)
+			}
+			if pr.Refused == "" {
+				return s.complete(snap, eval, res)
+			}
 		}
 		s.logger.Debug("plan refused", "eval", eval.ID, "job", eval.JobID, "attempt", attempt, "reason", pr.Refused)
 		if attempt == maxPlanAttempts {
@@ -115,10 +141,42 @@ func (s *serviceScheduler) Process(eval *state.Evaluation) error {
 	}
 }
 
+// evalWrite is one evaluation an outcome writes: created (a new blocked
+// evaluation) or updated.
+type evalWrite struct {
+	eval   *state.Evaluation
+	create bool
+}
+
 // complete marks the evaluation complete with what it could not place, and
 // leaves a blocked evaluation behind when something was short of nodes,
 // resources or drivers (one per job: an existing one is reused).
 func (s *serviceScheduler) complete(snap State, eval *state.Evaluation, res *result) error {
+	writes, err := s.completion(snap, eval, res)
+	if err != nil {
+		return err
+	}
+	for _, w := range writes {
+		if w.create {
+			if err := s.planner.CreateEval(w.eval); err != nil {
+				return fmt.Errorf("evaluation %s: creating blocked evaluation: %w", eval.ID, err)
+			}
+			continue
+		}
+		if err := s.planner.UpdateEval(w.eval); err != nil {
+			if w.eval.ID != eval.ID {
+				return fmt.Errorf("evaluation %s: updating blocked evaluation: %w", eval.ID, err)
+			}
+			return fmt.Errorf("evaluation %s: marking complete: %w", eval.ID, err)
+		}
+	}
+	return nil
+}
+
+// completion is what complete writes, in order: the blocked evaluation
+// (created or updated) when there is one to write, then the evaluation
+// itself, complete.
+func (s *serviceScheduler) completion(snap State, eval *state.Evaluation, res *result) ([]evalWrite, error) {
 	e := *eval
 	e.Status = state.EvalStatusComplete
 	e.StatusDescription = ""
@@ -128,25 +186,28 @@ func (s *serviceScheduler) complete(snap State, eval *state.Evaluation, res *res
 	if res.deploymentID != "" {
 		e.DeploymentID = res.deploymentID
 	}
+	var writes []evalWrite
 	if res.blocked {
-		id, err := s.blockedEval(snap, eval, res)
+		w, id, err := s.blockedEval(snap, eval, res)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if w != nil {
+			writes = append(writes, *w)
 		}
 		e.BlockedEval = id
 	}
-	if err := s.planner.UpdateEval(&e); err != nil {
-		return fmt.Errorf("evaluation %s: marking complete: %w", eval.ID, err)
-	}
-	return nil
+	return append(writes, evalWrite{eval: &e}), nil
 }
 
-// blockedEval returns the job's blocked evaluation, creating it when there
-// is none: the broker re-runs it when the nodes change.
-func (s *serviceScheduler) blockedEval(snap State, eval *state.Evaluation, res *result) (string, error) {
+// blockedEval returns the job's blocked evaluation's ID, and what to write
+// of it: nothing when it is as it should be, an update when this run
+// learnt otherwise of the node classes, a new one when there is none (the
+// broker re-runs it when the nodes change).
+func (s *serviceScheduler) blockedEval(snap State, eval *state.Evaluation, res *result) (*evalWrite, string, error) {
 	_, evals, err := snap.EvalsByJob(nil, eval.Namespace, eval.JobID)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	var elig map[string]bool
 	escaped := false
@@ -160,20 +221,15 @@ func (s *serviceScheduler) blockedEval(snap State, eval *state.Evaluation, res *
 			if res.placer != nil && (o.EscapedComputedClass != escaped || !maps.Equal(o.ClassEligibility, elig)) {
 				u := *o
 				u.ClassEligibility, u.EscapedComputedClass, u.ModifyTime = elig, escaped, s.now().UnixNano()
-				if err := s.planner.UpdateEval(&u); err != nil {
-					return "", fmt.Errorf("evaluation %s: updating blocked evaluation: %w", eval.ID, err)
-				}
+				return &evalWrite{eval: &u}, o.ID, nil
 			}
-			return o.ID, nil
+			return nil, o.ID, nil
 		}
 	}
 	b := s.followUp(snap, eval, state.EvalTriggerQueuedAllocs, descBlockedPlacements)
 	b.QueuedAllocations = res.queued
 	b.ClassEligibility, b.EscapedComputedClass = elig, escaped
-	if err := s.planner.CreateEval(b); err != nil {
-		return "", fmt.Errorf("evaluation %s: creating blocked evaluation: %w", eval.ID, err)
-	}
-	return b.ID, nil
+	return &evalWrite{eval: b, create: true}, b.ID, nil
 }
 
 // failAttempts marks the evaluation failed after too many refused plans,
