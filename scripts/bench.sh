@@ -12,7 +12,10 @@
 #   3. failover time over 10 leader kills (scripts/failover)
 #   4. snapshot save/restore at 100k and 1M rules (scripts/snapbench)
 #   5. Go benchmarks (validating a never-seen BindName, token resolution, ...)
-#   6. orchestration (issue 20 items 2, 4, 5: scripts/orchbench)
+#   6. orchestration: placements, evaluations/s and their latency (scripts/orchbench,
+#      next to the revision $ORCH_BASELINE built in the same run)
+#   7. the server's heap at 100,000 allocations (simulated nodes in a child process)
+#   8. event stream fan-out to 1,000 subscribers (a Go benchmark)
 # and ends with a summary table: every target of issue 20 next to its
 # reference from this run (scripts/benchsummary, fed by the steps above
 # through $summary).
@@ -64,26 +67,42 @@ go test -run '^$' -bench 'ValidateDistinct' -benchtime 20000x ./server/acl/bindr
 cat "$dir/validate.txt"
 awk '/^BenchmarkValidateDistinct\// { split($1, a, "[/-]"); print "metric\tvalidate." a[2] ".ns\t" $3 "\tns" }' "$dir/validate.txt" >>"$summary"
 
-# ---- 6. issue 20 items 2, 4, 5 (evaluations in bulk, events to thousands,
-# memory): the perforch branch adds its scripts/orchbench runs HERE. Each
-# appends its targets to "$summary" as tab-separated lines
-#   check<TAB>TARGET<TAB>MEASURED<TAB>REFERENCE or -<TAB><= or >=<TAB>GOAL<TAB>UNIT
-# which the summary below prints as they are. ----
-
+# ---- 6.-8. issue 20 items 2, 4, 5 (evaluations in bulk, memory, events to
+# thousands). Their targets reach "$summary" as tab-separated lines
+#   check<TAB>TARGET<TAB>MEASURED<TAB>REFERENCE or -<TAB><= or >= or -<TAB>GOAL or -<TAB>UNIT
+# (the awk below reads them off orchbench's and the benchmark's output),
+# which the summary prints as they are. ----
 # orchbench runs this tree, then the same load on ctlplane built from
 # $ORCH_BASELINE (with this tree's orchbench), in the same run.
 orch_base=${ORCH_BASELINE:-db72721} orch_jobs=100 orch_evals=10000
 if [ -n "$quick" ] && [ "$quick" != 0 ]; then orch_jobs=20 orch_evals=2000; fi
 echo "== 6. orchestrator: placements, evaluations (register → complete), next to $orch_base"
-go run ./scripts/orchbench -baseline="$orch_base" -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=1000 -max-parallel=100 -deployments="$orch_evals"
-echo "== 7. orchestrator memory: the server's heap alone (simulated nodes in a child process), next to $orch_base"
+go run ./scripts/orchbench -baseline="$orch_base" -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=1000 -max-parallel=100 -deployments="$orch_evals" | tee "$dir/orch-rate.txt"
+echo "== 7. orchestrator memory: the server's heap alone (simulated nodes in a child process, Raft log on disk as a server runs), next to $orch_base"
+go run ./scripts/orchbench -baseline="$orch_base" -data-dir -nodes-process -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=0 | tee "$dir/orch-mem.txt"
+echo "   ... and in -dev (the Raft log in memory)"
 go run ./scripts/orchbench -baseline="$orch_base" -nodes-process -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=0
-echo "   ... and with the Raft log on disk (-data-dir), as a server runs"
-go run ./scripts/orchbench -baseline="$orch_base" -data-dir -nodes-process -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=0
 echo "   ... and the evaluation latency below saturation (registers paced at 100/s)"
 go run ./scripts/orchbench -baseline="$orch_base" -nodes=1000 -jobs="$orch_jobs" -count=1000 -rollout=10 -deployments=3000 -register-rate=100
-echo "== 8. event stream fan-out: 1,000 subscribers at 1,000 writes/s (the same writes without subscribers: the reference)"
-go test -run '^$' -bench BenchmarkEventStreamFanout -benchtime=5000x ./server/agent/
+echo "== 8. event stream fan-out: 1,000 subscribers at 1,000 writes/s"
+go test -run '^$' -bench BenchmarkEventStreamFanout -benchtime=5000x ./server/agent/ | tee "$dir/fanout.txt"
+# Summary rows: this tree (the first "## " section of each orchbench run)
+# against $orch_base (the second).
+awk -v base="$orch_base" '
+	/^## / { side = ($2 == "this") ? "new" : "old" }
+	/ placements\/s$/ { for (i = 1; i <= NF; i++) if ($i == "placements/s") v[side, "place"] = $(i-1) }
+	/ evaluations\/s$/ { for (i = 1; i <= NF; i++) if ($i == "evaluations/s") v[side, "evals"] = $(i-1) }
+	/register → evaluation complete/ { for (i = 1; i <= NF; i++) if ($i == "p99") { x = $(i+1); sub(/ms$/, "", x); v[side, "p99"] = x } }
+	END {
+		printf "check\t2. placements/s, 1,000 nodes (ref %s)\t%s\t%s\t>=\t10000\t/s\n", base, v["new", "place"], v["old", "place"]
+		printf "check\t2. evaluations/s, one-allocation jobs (ref %s)\t%s\t%s\t>=\t1000\t/s\n", base, v["new", "evals"], v["old", "evals"]
+		printf "check\t2. register → evaluation complete p99 at that rate (ref %s)\t%s\t%s\t-\t-\tms\n", base, v["new", "p99"], v["old", "p99"]
+	}' "$dir/orch-rate.txt" >>"$summary"
+awk -v base="$orch_base" '
+	/^## / { side = ($2 == "this") ? "new" : "old" }
+	/^memory:/ { for (i = 1; i <= NF; i++) if ($i == "after") { x = $(i-2); if ($(i-1) == "GiB") x *= 1024; m[side] = x; allocs = $(i+1) } }
+	END { printf "check\t5. server heap after %s allocations, 1,000 nodes (ref %s)\t%s\t%s\t<=\t500\tMiB\n", allocs, base, m["new"], m["old"] }' "$dir/orch-mem.txt" >>"$summary"
+awk '/^BenchmarkEventStreamFanout/ { for (i = 1; i <= NF; i++) if ($i == "deliver-p99-ms") printf "check\t4. event delivery p99, 1,000 subscribers at 1,000 writes/s\t%s\t-\t<=\t100\tms\n", $(i-1) }' "$dir/fanout.txt" >>"$summary"
 
 echo "== summary"
 go run ./scripts/benchsummary "$summary"

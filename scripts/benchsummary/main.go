@@ -8,7 +8,7 @@
 //	check TARGET MEASURED REFERENCE OP GOAL UNIT                        (any benchmark: a ready-made row)
 //
 // tab-separated. A check's OP is <= or >= and compares MEASURED with GOAL
-// (REFERENCE "-": none); loadgen lines are averaged over the rounds.
+// (REFERENCE "-": none; OP and GOAL both "-": a number reported with no goal); loadgen lines are averaged over the rounds.
 //
 //	go run ./scripts/benchsummary FILE
 package main
@@ -79,10 +79,14 @@ func read(file string) (*summary, error) {
 			if f[3] == "-" {
 				r, err2 = -1, nil
 			}
-			if err1 != nil || err2 != nil || err3 != nil || (f[4] != "<=" && f[4] != ">=") {
+			op := f[4]
+			if op == "-" && f[5] == "-" { // reported, with no goal
+				op, g, err3 = "", 0, nil
+			}
+			if err1 != nil || err2 != nil || err3 != nil || (op != "<=" && op != ">=" && op != "") {
 				return nil, bad
 			}
-			s.checks = append(s.checks, check{target: f[1], measured: m, reference: r, op: f[4], goal: g, unit: f[6]})
+			s.checks = append(s.checks, check{target: f[1], measured: m, reference: r, op: op, goal: g, unit: f[6]})
 		case len(f) == 10:
 			var v [5]float64
 			for i := range v {

@@ -21,6 +21,7 @@ func TestTargets(t *testing.T) {
 		"metric\tvalidate.libraries.ns\t120000\tns",
 		"metric\tsnapshot.save.1000\t6\ts",
 		"check\t2. evaluations/s\t1200\t-\t>=\t1000\t/s",
+		"check\t2. eval latency p99\t31\t46000\t-\t-\tms",
 	}
 	file := filepath.Join(t.TempDir(), "summary.tsv")
 	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -55,6 +56,7 @@ func TestTargets(t *testing.T) {
 		"3. 3 servers, boltdb, creates/s at 64 clients (ref: etcd 3 members)": "not measured",
 		"6. snapshot save, 1000 rules":                                        "missed",
 		"2. evaluations/s":                                                    "met",
+		"2. eval latency p99":                                                 "info",
 		"1. creates/s, distinct BindName, at 16 clients (ref: etcd 1 member)": "not measured",
 		"6. blocked readers all back after one write":                         "not measured",
 	}
