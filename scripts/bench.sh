@@ -100,9 +100,15 @@ awk -v base="$orch_base" '
 	}' "$dir/orch-rate.txt" >>"$summary"
 awk -v base="$orch_base" '
 	/^## / { side = ($2 == "this") ? "new" : "old" }
-	/^memory:/ { for (i = 1; i <= NF; i++) if ($i == "after") { x = $(i-2); if ($(i-1) == "GiB") x *= 1024; m[side] = x; allocs = $(i+1) } }
-	END { printf "check\t5. server heap after %s allocations, 1,000 nodes (ref %s)\t%s\t%s\t<=\t500\tMiB\n", allocs, base, m["new"], m["old"] }' "$dir/orch-mem.txt" >>"$summary"
-awk '/^BenchmarkEventStreamFanout/ { for (i = 1; i <= NF; i++) if ($i == "deliver-p99-ms") printf "check\t4. event delivery p99, 1,000 subscribers at 1,000 writes/s\t%s\t-\t<=\t100\tms\n", $(i-1) }' "$dir/fanout.txt" >>"$summary"
+	function mib(v, unit) { return unit ~ /^GiB/ ? v * 1024 : unit ~ /^KiB/ ? v / 1024 : v }
+	# "heap B before, A after N allocations": A, checked against the goal when N is 100,000
+	# (a quick run places fewer, and the heap does not grow linearly: the Raft log cache is bounded)
+	/^memory:/ { for (i = 1; i <= NF; i++) if ($i == "after") { m[side] = sprintf("%.0f", mib($(i-2), $(i-1))); n = $(i+1) } }
+	END {
+		if (n == 100000) printf "check\t5. server heap at 100,000 allocations, 1,000 nodes (ref %s)\t%s\t%s\t<=\t500\tMiB\n", base, m["new"], m["old"]
+		else printf "check\t5. server heap after %s allocations (the goal is for 100,000: a full run; ref %s)\t%s\t%s\t-\t-\tMiB\n", n, base, m["new"], m["old"]
+	}' "$dir/orch-mem.txt" >>"$summary"
+awk '/^BenchmarkEventStreamFanout\/subscribers=1000/ { for (i = 1; i <= NF; i++) if ($i == "deliver-p99-ms") printf "check\t4. event delivery p99, 1,000 subscribers at 1,000 writes/s\t%s\t-\t<=\t100\tms\n", $(i-1) }' "$dir/fanout.txt" >>"$summary"
 
 echo "== summary"
 go run ./scripts/benchsummary "$summary"
