@@ -24,7 +24,7 @@ deps:
 
 # Every benchmark (scripts/bench.sh), next to etcd in the same run: load tool,
 # cluster, failover, snapshots, Go benchmarks. BENCH_QUICK=1: a few minutes.
-bench:
+bench: deps
 	scripts/bench.sh
 
 # The linearizability check over many histories (CHAOS_HISTORIES, default

@@ -66,6 +66,13 @@ go test -run '^$' -bench . -benchtime 200000x ./server/acl/
 go test -run '^$' -bench 'ValidateDistinct' -benchtime 20000x ./server/acl/bindrule/ >"$dir/validate.txt"
 cat "$dir/validate.txt"
 awk '/^BenchmarkValidateDistinct\// { split($1, a, "[/-]"); print "metric\tvalidate." a[2] ".ns\t" $3 "\tns" }' "$dir/validate.txt" >>"$summary"
+# The web UI's first paint with 10,000 deployments (issue 19: under 200 ms), in headless Chromium.
+go test -run '^$' -bench UIFirstPaint -benchtime=10x ./http/ui/ | tee "$dir/ui.txt"
+awk '/^BenchmarkUIFirstPaint/ { for (i = 1; i <= NF; i++) {
+	if ($i == "first-visit-fcp-p50-ms") printf "check\tUI first contentful paint, 10,000 deployments, new tab (p50)\t%s\t-\t<=\t200\tms\n", $(i-1)
+	if ($i == "first-visit-table-p50-ms") printf "check\tUI first page of deployments in the document, new tab (p50)\t%s\t-\t<=\t200\tms\n", $(i-1)
+	if ($i == "later-visit-table-p50-ms") printf "check\tUI first page of deployments, later visit (p50)\t%s\t-\t<=\t200\tms\n", $(i-1)
+} }' "$dir/ui.txt" >>"$summary"
 
 # ---- 6.-8. issue 20 items 2, 4, 5 (evaluations in bulk, memory, events to
 # thousands). Their targets reach "$summary" as tab-separated lines

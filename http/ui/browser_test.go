@@ -65,13 +65,16 @@ func TestMain(m *testing.M) {
 // exceptions the page throws (each fails the test) and, when the test
 // fails, saves a screenshot of every page it showed.
 type page struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	base string
 
 	mu    sync.Mutex
 	shots []shot
 	errs  []string
+
+	closeOnce sync.Once
+	closeTab  func()
 }
 
 type shot struct {
@@ -85,7 +88,7 @@ var shotSeq struct {
 }
 
 // openTab opens a tab on the agent at base (http://127.0.0.1:port).
-func openTab(t *testing.T, base string) *page {
+func openTab(t testing.TB, base string) *page {
 	t.Helper()
 	p := &page{t: t, base: base}
 	tab, cancel := chromedp.NewContext(browser, chromedp.WithListener(func(ev any) {
@@ -104,7 +107,7 @@ func openTab(t *testing.T, base string) *page {
 	}
 	ctx, cancelTimeout := context.WithTimeout(tab, 3*time.Minute)
 	p.ctx = ctx
-	t.Cleanup(func() {
+	p.closeTab = func() {
 		p.checkExceptions()
 		if t.Failed() {
 			p.snapshot("at-failure")
@@ -112,9 +115,15 @@ func openTab(t *testing.T, base string) *page {
 		}
 		cancelTimeout()
 		cancel()
-	})
+	}
+	t.Cleanup(p.close)
 	return p
 }
+
+// close closes the tab (and its event stream: Chromium keeps at most six
+// connections to one host) before the test ends; the test's cleanup
+// closes it otherwise.
+func (p *page) close() { p.closeOnce.Do(p.closeTab) }
 
 // exception records an uncaught JavaScript exception (listeners may not
 // call the testing.T from the tab's reader goroutine after the test).

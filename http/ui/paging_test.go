@@ -21,29 +21,7 @@ const deploymentCount = 10000
 // status, and live: a new deployment appears on the first page.
 func TestUIDeploymentsPaged(t *testing.T) {
 	f := deploytest.Start(t)
-	const jobs = 100
-	var stored []*state.Job
-	for i := range jobs {
-		stored = append(stored, f.RegisterJob(deploytest.Job("default", fmt.Sprintf("web%02d", i), "v0", deploytest.Group{Name: "g", Count: 1})))
-	}
-	start := time.Now()
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range 8 { // concurrent applies share Raft entries
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				deployOnly(f, stored[i%jobs])
-			}
-		}()
-	}
-	for i := range deploymentCount {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	t.Logf("stored %d deployments in %v", deploymentCount, time.Since(start))
+	stored := seedDeployments(t, f)
 
 	// The newest first, as the API pages them.
 	var first []*state.Deployment
@@ -57,21 +35,17 @@ func TestUIDeploymentsPaged(t *testing.T) {
 	p.open("/ui/", "#deployments table")
 	t.Logf("deployments page: table shown %v after navigation", time.Since(began))
 	// From the navigation's start to the first page of deployments in the
-	// document (the page marks it). Generous bound: the race detector and a
-	// shared machine; the log says how long it took.
+	// document (the page marks it); its speed is BenchmarkUIFirstPaint's.
 	shown := eval[float64](p, "render timing", `(() => { const e = performance.getEntriesByName("ctlplane:deployments-rendered")[0]; return e ? e.startTime : -1; })()`)
-	t.Logf("first page of %d deployments in the document %.0f ms after the navigation started", deploymentCount, shown)
-	if shown < 0 || shown > 1500 {
-		t.Errorf("the first page took %.0f ms", shown)
+	t.Logf("first page of %d deployments in the document %.0f ms after the navigation started (BenchmarkUIFirstPaint measures it)", deploymentCount, shown)
+	if shown < 0 {
+		t.Errorf("the deployments page never marked its first page as rendered")
 	}
 	// Again, as a later visit: the modules are revalidated (ETag, 304).
 	p.open("/ui/nodes", "#nodes")
 	p.open("/ui/", "#deployments table")
 	again := eval[float64](p, "render timing", `performance.getEntriesByName("ctlplane:deployments-rendered")[0].startTime`)
 	t.Logf("and %.0f ms on a later visit", again)
-	if again > 1500 {
-		t.Errorf("the first page took %.0f ms on a later visit", again)
-	}
 	if n := p.count("#deployments tbody tr"); n != 25 {
 		t.Fatalf("first page: %d rows, want 25", n)
 	}
@@ -140,6 +114,36 @@ func TestUIDeploymentsPaged(t *testing.T) {
 
 // deployOnly stores a running deployment of job (a plan with no
 // placements): the bulk path of this test.
+// seedDeployments stores deploymentCount deployments over 100 jobs
+// (web00…web99, in that order of creation: job i%100 gets deployment i).
+func seedDeployments(t testing.TB, f *deploytest.Fixture) []*state.Job {
+	t.Helper()
+	const jobs = 100
+	var stored []*state.Job
+	for i := range jobs {
+		stored = append(stored, f.RegisterJob(deploytest.Job("default", fmt.Sprintf("web%02d", i), "v0", deploytest.Group{Name: "g", Count: 1})))
+	}
+	start := time.Now()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 { // concurrent applies share Raft entries
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				deployOnly(f, stored[i%jobs])
+			}
+		}()
+	}
+	for i := range deploymentCount {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	t.Logf("stored %d deployments in %v", deploymentCount, time.Since(start))
+	return stored
+}
+
 func deployOnly(f *deploytest.Fixture, job *state.Job) *state.Deployment {
 	d := &state.Deployment{
 		ID: uuid.NewString(), Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version,
