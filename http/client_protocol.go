@@ -256,7 +256,7 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	idx, out, err := nodes.AllocsForNode(caller, nil, nodeID)
+	idx, out, err := nodes.AllocsForNode(caller, nil, nodeID, since)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,9 @@ type ClientAlloc struct {
 // them (at least 1): it moves when the servers change what the node should
 // run (a placement, a stop, an in-place update), not when the client
 // reports, so a node's blocking read does not wake on its own reports.
-func (s *Store) ClientAllocs(ws memdb.WatchSet, nodeID string) (uint64, []*ClientAlloc, error) {
+// The allocations whose AllocModifyIndex is at most since (0: none) come
+// without their task group: the client has them as they are.
+func (s *Store) ClientAllocs(ws memdb.WatchSet, nodeID string, since uint64) (uint64, []*ClientAlloc, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
 	allocs, err := listTxn[Allocation](txn, ws, allocsTable, "node", nodeID)
@@ -35,6 +37,10 @@ func (s *Store) ClientAllocs(ws memdb.WatchSet, nodeID string) (uint64, []*Clien
 	jobs := map[key]*Job{}
 	out := make([]*ClientAlloc, 0, len(allocs))
 	for _, a := range allocs {
+		if a.AllocModifyIndex <= since {
+			out = append(out, &ClientAlloc{Allocation: a})
+			continue
+		}
 		k := key{a.Namespace, a.JobID, a.JobVersion}
 		job, ok := jobs[k]
 		if !ok {

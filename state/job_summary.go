@@ -126,7 +126,11 @@ func (s *Store) JobSummaries(ws memdb.WatchSet, jobs []*Job) (uint64, map[[2]str
 func (s *Store) orchTxn() *memdb.Txn {
 	txn := s.writeTxn()
 	txn.TrackChanges()
-	txn.Defer(func() { s.nodeAllocs.notify(txn.Changes()) })
+	txn.Defer(func() {
+		changes := txn.Changes()
+		s.usage.apply(changes)
+		s.nodeAllocs.notify(changes)
+	})
 	return txn
 }
 

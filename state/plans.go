@@ -135,7 +135,7 @@ func (s *Store) ApplyPlan(idx uint64, p *Plan) (*PlanResult, error) {
 func (s *Store) ApplyPlanWithEvals(idx uint64, p *Plan, evals []*Evaluation) (*PlanResult, error) {
 	txn := s.orchTxn()
 	defer txn.Abort()
-	if reason, err := checkPlanTxn(txn, p); err != nil || reason != "" {
+	if reason, err := checkPlanTxn(txn, s.usage, p); err != nil || reason != "" {
 		return &PlanResult{Refused: reason}, err
 	}
 	deployments := map[string]*Deployment{}
@@ -354,7 +354,9 @@ func countPlacement(a *Allocation, now int64, load func(string) (*Deployment, er
 }
 
 // checkPlanTxn says why a plan no longer fits the state ("" when it does).
-func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
+// Room on the nodes is read from usage: O(placements and stops), whatever
+// the nodes already run.
+func checkPlanTxn(txn *memdb.Txn, usage *nodeUsage, p *Plan) (string, error) {
 	raw, err := txn.First(jobsTable, "id", p.Namespace, p.JobID)
 	if err != nil {
 		return "", fmt.Errorf("failed job lookup: %w", err)
@@ -367,6 +369,8 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 		return fmt.Sprintf("job %q changed since the plan was computed", p.JobID), nil
 	}
 	stopping := map[string]bool{}
+	// freed: what the live allocations the plan stops give back, per node.
+	freed := map[string]Resources{}
 	for _, st := range p.Stops {
 		raw, err := txn.First(allocsTable, "id", st.AllocID)
 		if err != nil {
@@ -374,6 +378,12 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 		}
 		if raw == nil {
 			return fmt.Sprintf("allocation %s is gone", st.AllocID), nil
+		}
+		if a := raw.(*Allocation); !stopping[a.ID] && !a.TerminalStatus() {
+			r := freed[a.NodeID]
+			r.CPU += a.Resources.CPU
+			r.MemoryMB += a.Resources.MemoryMB
+			freed[a.NodeID] = r
 		}
 		stopping[st.AllocID] = true
 	}
@@ -448,7 +458,13 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 		}
 	}
 	// Resources per node: what the live allocations use, plus the placements.
-	need := map[string]Resources{}
+	type onNode struct {
+		need       Resources
+		placements []*Allocation
+		ports      []int
+	}
+	nodes := map[string]*onNode{}
+	var order []string
 	for _, pl := range p.Placements {
 		if pl.DeploymentID != "" {
 			ok, err := running(pl.DeploymentID, migrating[pl.PreviousAllocation])
@@ -459,12 +475,21 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 				return fmt.Sprintf("deployment %s is not running", pl.DeploymentID), nil
 			}
 		}
-		r := need[pl.NodeID]
-		r.CPU += pl.Resources.CPU
-		r.MemoryMB += pl.Resources.MemoryMB
-		need[pl.NodeID] = r
+		n := nodes[pl.NodeID]
+		if n == nil {
+			n = &onNode{}
+			nodes[pl.NodeID] = n
+			order = append(order, pl.NodeID)
+		}
+		n.need.CPU += pl.Resources.CPU
+		n.need.MemoryMB += pl.Resources.MemoryMB
+		n.placements = append(n.placements, pl)
+		for _, port := range pl.AllocatedPorts {
+			n.ports = append(n.ports, port.Value)
+		}
 	}
-	for nodeID, r := range need {
+	for _, nodeID := range order {
+		n := nodes[nodeID]
 		raw, err := txn.First(nodesTable, "id", nodeID)
 		if err != nil {
 			return "", fmt.Errorf("failed node lookup: %w", err)
@@ -473,21 +498,13 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 			return fmt.Sprintf("node %s is gone or not ready", nodeID), nil
 		}
 		node := raw.(*Node)
-		allocs, err := listTxn[Allocation](txn, nil, allocsTable, "node", nodeID)
-		if err != nil {
-			return "", err
-		}
-		used := r
-		for _, a := range allocs {
-			if !a.TerminalStatus() && !stopping[a.ID] {
-				used.CPU += a.Resources.CPU
-				used.MemoryMB += a.Resources.MemoryMB
-			}
-		}
+		used, held := usage.room(nodeID, n.ports)
+		used.CPU += n.need.CPU - freed[nodeID].CPU
+		used.MemoryMB += n.need.MemoryMB - freed[nodeID].MemoryMB
 		if (node.Resources.CPU > 0 && used.CPU > node.Resources.CPU) || (node.Resources.MemoryMB > 0 && used.MemoryMB > node.Resources.MemoryMB) {
 			return fmt.Sprintf("node %s has no room left", nodeID), nil
 		}
-		if reason := portCollision(node, allocs, stopping, p.Placements); reason != "" {
+		if reason := portCollision(node, held, stopping, n.placements); reason != "" {
 			return reason, nil
 		}
 	}
@@ -497,30 +514,42 @@ func checkPlanTxn(txn *memdb.Txn, p *Plan) (string, error) {
 // portCollision says which host port two allocations (or an allocation
 // and the node's reserved ports) would share on node: the applier's
 // guarantee that two plans computed side by side never hand out one port
-// twice ("" if none).
-func portCollision(node *Node, allocs []*Allocation, stopping map[string]bool, placements []*Allocation) string {
+// twice ("" if none). held lists, per port the placements ask for, the
+// live allocations holding it; placements are the plan's on this node.
+func portCollision(node *Node, held map[int][]string, stopping map[string]bool, placements []*Allocation) string {
 	taken := map[int]string{}
-	for _, port := range node.ReservedPorts {
-		taken[port] = "the node's reserved ports"
-	}
-	for _, a := range allocs {
-		if a.TerminalStatus() || stopping[a.ID] {
-			continue
-		}
-		for _, port := range a.HostPorts() {
-			taken[port] = "allocation " + a.ID
-		}
-	}
 	for _, pl := range placements {
-		if pl.NodeID != node.ID {
-			continue
-		}
 		for _, port := range pl.AllocatedPorts {
-			if other, ok := taken[port.Value]; ok {
+			other, ok := taken[port.Value]
+			if !ok {
+				other, ok = holder(node, held[port.Value], stopping, port.Value)
+			}
+			if ok {
 				return fmt.Sprintf("node %s: port %d (%s of allocation %s) is already taken by %s", node.ID, port.Value, port.Label, pl.ID, other)
 			}
 			taken[port.Value] = "allocation " + pl.ID
 		}
 	}
 	return ""
+}
+
+// holder names what holds port on node before the plan: a live allocation
+// the plan does not stop (the highest ID, as the node's allocations were
+// listed in ID order), else the node's reserved ports.
+func holder(node *Node, owners []string, stopping map[string]bool, port int) (string, bool) {
+	best := ""
+	for _, id := range owners {
+		if !stopping[id] && id > best {
+			best = id
+		}
+	}
+	if best != "" {
+		return "allocation " + best, true
+	}
+	for _, p := range node.ReservedPorts {
+		if p == port {
+			return "the node's reserved ports", true
+		}
+	}
+	return "", false
 }

@@ -60,6 +60,9 @@ func (r *Restore) Commit() *Store {
 		// Only a broken schema fails here, as in commitOrch.
 		panic(fmt.Sprintf("state: rebuilding job summaries: %v", err))
 	}
+	if err := r.store.usage.rebuild(r.txn); err != nil {
+		panic(fmt.Sprintf("state: summing the nodes' allocations: %v", err))
+	}
 	r.txn.Commit()
 	return r.store
 }

@@ -155,6 +155,9 @@ type Store struct {
 	changes changeLog // what committed writes changed, for the event stream
 	// nodeAllocs wakes nodes' blocking reads (shared with point-in-time copies).
 	nodeAllocs *nodeAllocWatch
+	// usage: what each node's live allocations hold, for the plan check
+	// (shared with point-in-time copies, which never read it).
+	usage *nodeUsage
 }
 
 // NewStore returns an empty store.
@@ -164,7 +167,7 @@ func NewStore() *Store {
 		// The schema is static: a failure here is a programming error.
 		panic(fmt.Sprintf("state: invalid schema: %v", err))
 	}
-	return &Store{db: db, abandonCh: make(chan struct{}), nodeAllocs: &nodeAllocWatch{}}
+	return &Store{db: db, abandonCh: make(chan struct{}), nodeAllocs: &nodeAllocWatch{}, usage: newNodeUsage()}
 }
 
 // AbandonCh is closed when this store has been replaced by a restore.
@@ -256,5 +259,5 @@ func HashOf(fields ...string) []byte {
 // (memdb is an immutable radix tree): the scheduler computes a plan from one
 // consistent view while writes go on.
 func (s *Store) PointInTime() *Store {
-	return &Store{db: s.db.Snapshot(), abandonCh: s.abandonCh, nodeAllocs: s.nodeAllocs}
+	return &Store{db: s.db.Snapshot(), abandonCh: s.abandonCh, nodeAllocs: s.nodeAllocs, usage: s.usage}
 }

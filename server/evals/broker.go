@@ -411,6 +411,12 @@ func (p *planner) NodeUsage(snap usage.Source) (map[string]state.Resources, erro
 	return p.broker.usage.NodeUsage(snap)
 }
 
+// NodeList makes the planner the scheduler's NodeListSource: evaluations
+// share the ready nodes until a node changes.
+func (p *planner) NodeList(snap usage.NodeSource) (*usage.NodeList, error) {
+	return p.broker.usage.NodeList(snap)
+}
+
 func (p *planner) UpdateEval(eval *state.Evaluation) error { return p.upsert(eval) }
 func (p *planner) CreateEval(eval *state.Evaluation) error { return p.upsert(eval) }
 

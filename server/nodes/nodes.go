@@ -356,13 +356,15 @@ func (s *Service) AllocsIndexForNode(c Caller, ws memdb.WatchSet, nodeID string)
 // AllocsForNode lists a node's allocations that have not ended on the
 // client (complete, failed or lost), each with the task group of its job
 // version, for its client (the node itself only). An unknown node is not
-// found, so that its client registers again.
-func (s *Service) AllocsForNode(c Caller, ws memdb.WatchSet, nodeID string) (uint64, []*state.ClientAlloc, error) {
+// found, so that its client registers again. The allocations whose
+// AllocModifyIndex is at most since (the client has them: 0, none) come as
+// stored, without their task group, for the caller to send as stubs.
+func (s *Service) AllocsForNode(c Caller, ws memdb.WatchSet, nodeID string, since uint64) (uint64, []*state.ClientAlloc, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
 		return 0, nil, err
 	}
-	idx, all, err := store.ClientAllocs(ws, nodeID)
+	idx, all, err := store.ClientAllocs(ws, nodeID, since)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -374,7 +376,7 @@ func (s *Service) AllocsForNode(c Caller, ws memdb.WatchSet, nodeID string) (uin
 		if ca.Allocation.ClientTerminalStatus() {
 			continue
 		}
-		if ca.Allocation.TaskStates != nil {
+		if ca.Allocation.TaskStates != nil && ca.Allocation.AllocModifyIndex > since {
 			a := *ca.Allocation
 			a.TaskStates = nil
 			ca = &state.ClientAlloc{Allocation: &a, TaskGroup: ca.TaskGroup}

@@ -44,6 +44,12 @@ func (h *harness) NodeUsage(snap usage.Source) (map[string]state.Resources, erro
 	return h.usage.NodeUsage(snap)
 }
 
+// NodeList makes the harness the scheduler's NodeListSource, as the
+// broker's planner is: the cross-check's walk reads the nodes afresh.
+func (h *harness) NodeList(snap usage.NodeSource) (*usage.NodeList, error) {
+	return h.usage.NodeList(snap)
+}
+
 func newHarness(t testing.TB) *harness {
 	return &harness{t: t, store: state.NewStore(), idx: 100, now: time.Unix(1_700_000_000, 0).UTC()}
 }

@@ -3,11 +3,11 @@ package scheduler
 import (
 	"fmt"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/scheduler/usage"
 	"github.com/ctlplane/ctlplane/state"
 )
 
@@ -39,8 +39,8 @@ func (ni *nodeInfo) count(tg string, n int) {
 // drivers, room), then bin-packing. It tracks the plan's own placements and
 // stops so that one plan never overcommits a node.
 type placer struct {
-	nodes []*nodeInfo // ready nodes, by ID
-	byID  map[string]*nodeInfo
+	nodes []*nodeInfo    // ready nodes, by ID
+	pos   map[string]int // a ready node's place in nodes (shared, read only)
 	// elig remembers, per computed node class, what the feasibility
 	// checks found (Nomad's EvalEligibility); static caches, per group,
 	// the outcome of the checks that do not depend on placements.
@@ -57,27 +57,25 @@ type placer struct {
 
 // newPlacer indexes the ready nodes and the resources used on them by every
 // live allocation of the cluster.
-func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string) *placer {
-	p := &placer{byID: map[string]*nodeInfo{}, elig: newEligibility(), static: map[string]*groupStatic{}, released: map[string]bool{}}
+func newPlacer(nodes *usage.NodeList, allocs []*state.Allocation, ns, jobID string) *placer {
+	p := &placer{pos: nodes.Pos, elig: newEligibility(), static: map[string]*groupStatic{}, released: map[string]bool{}}
+	// One allocation for every node's info: they live as long as the placer.
+	infos := make([]nodeInfo, len(nodes.Ready))
+	p.nodes = make([]*nodeInfo, len(nodes.Ready))
+	for i, n := range nodes.Ready {
+		infos[i].node = n
+		p.nodes[i] = &infos[i]
+	}
 	byNode := map[string][]*state.Allocation{}
 	for _, a := range allocs {
 		byNode[a.NodeID] = append(byNode[a.NodeID], a)
 	}
 	p.nodeAllocs = func(id string) ([]*state.Allocation, error) { return byNode[id], nil }
-	for _, n := range nodes {
-		if !n.Ready() {
-			continue
-		}
-		ni := &nodeInfo{node: n}
-		p.nodes = append(p.nodes, ni)
-		p.byID[n.ID] = ni
-	}
-	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i].node.ID < p.nodes[j].node.ID })
 	for _, a := range allocs {
 		if a.TerminalStatus() {
 			continue
 		}
-		ni := p.byID[a.NodeID]
+		ni := p.byID(a.NodeID)
 		if ni == nil {
 			continue
 		}
@@ -92,24 +90,34 @@ func newPlacer(nodes []*state.Node, allocs []*state.Allocation, ns, jobID string
 
 // newPlacerFromUsage is newPlacer from the resources already summed per
 // node (a UsageSource) and the job's own allocations.
-func newPlacerFromUsage(nodes []*state.Node, used map[string]state.Resources, jobAllocs []*state.Allocation, nodeAllocs func(string) ([]*state.Allocation, error)) *placer {
+func newPlacerFromUsage(nodes *usage.NodeList, used map[string]state.Resources, jobAllocs []*state.Allocation, nodeAllocs func(string) ([]*state.Allocation, error)) *placer {
 	p := newPlacer(nodes, nil, "", "")
 	p.nodeAllocs = nodeAllocs
-	for id, ni := range p.byID {
-		ni.used = used[id]
+	for id, r := range used {
+		if ni := p.byID(id); ni != nil {
+			ni.used = r
+		}
 	}
 	for _, a := range jobAllocs {
-		if ni := p.byID[a.NodeID]; ni != nil && !a.TerminalStatus() {
+		if ni := p.byID(a.NodeID); ni != nil && !a.TerminalStatus() {
 			ni.count(a.TaskGroup, 1)
 		}
 	}
 	return p
 }
 
+// byID is a ready node's info (nil: not a ready node).
+func (p *placer) byID(id string) *nodeInfo {
+	if i, ok := p.pos[id]; ok {
+		return p.nodes[i]
+	}
+	return nil
+}
+
 // release gives back what a stopped allocation used on its node.
 func (p *placer) release(a *state.Allocation) {
 	p.released[a.ID] = true
-	if ni := p.byID[a.NodeID]; ni != nil {
+	if ni := p.byID(a.NodeID); ni != nil {
 		ni.used.CPU -= a.Resources.CPU
 		ni.used.MemoryMB -= a.Resources.MemoryMB
 		ni.count(a.TaskGroup, -1)
@@ -124,7 +132,7 @@ func (p *placer) release(a *state.Allocation) {
 // reclaim undoes release (a stop that did not happen after all).
 func (p *placer) reclaim(a *state.Allocation) {
 	delete(p.released, a.ID)
-	if ni := p.byID[a.NodeID]; ni != nil {
+	if ni := p.byID(a.NodeID); ni != nil {
 		ni.used.CPU += a.Resources.CPU
 		ni.used.MemoryMB += a.Resources.MemoryMB
 		ni.count(a.TaskGroup, 1)

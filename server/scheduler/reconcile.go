@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/scheduler/usage"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
 )
@@ -92,7 +93,7 @@ type groupState struct {
 }
 
 // compute reconciles the evaluation's job with snap and returns the plan.
-func compute(snap State, eval *state.Evaluation, usage UsageSource, now time.Time) (*result, error) {
+func compute(snap State, eval *state.Evaluation, view UsageSource, now time.Time) (*result, error) {
 	ns, jobID := eval.Namespace, eval.JobID
 	_, job, err := snap.Job(nil, ns, jobID)
 	if err != nil {
@@ -131,12 +132,17 @@ func compute(snap State, eval *state.Evaluation, usage UsageSource, now time.Tim
 		}
 	}
 	allocs = own
-	_, nodes, err := snap.Nodes(nil)
+	var nodes *usage.NodeList
+	if src, ok := view.(NodeListSource); ok {
+		nodes, err = src.NodeList(snap)
+	} else {
+		nodes, err = usage.ReadNodeList(snap)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if usage != nil {
-		used, err := usage.NodeUsage(snap)
+	if view != nil {
+		used, err := view.NodeUsage(snap)
 		if err != nil {
 			return nil, err
 		}
@@ -151,10 +157,7 @@ func compute(snap State, eval *state.Evaluation, usage UsageSource, now time.Tim
 		}
 		r.placer = newPlacer(nodes, cluster, ns, jobID)
 	}
-	r.nodes = make(map[string]*state.Node, len(nodes))
-	for _, n := range nodes {
-		r.nodes[n.ID] = n
-	}
+	r.nodes = nodes.ByID
 	r.pickDeployment(deployments)
 
 	byGroup := map[string][]*state.Allocation{}

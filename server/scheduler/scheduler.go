@@ -60,6 +60,13 @@ type UsageSource interface {
 	NodeUsage(snap usage.Source) (map[string]state.Resources, error)
 }
 
+// NodeListSource is an optional capability of a UsageSource: the node
+// list as of snap, shared by the evaluations that read the same nodes
+// index (usage.View's).
+type NodeListSource interface {
+	NodeList(snap usage.NodeSource) (*usage.NodeList, error)
+}
+
 // Scheduler processes one evaluation.
 type Scheduler interface {
 	Process(eval *state.Evaluation) error

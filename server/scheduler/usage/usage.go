@@ -35,6 +35,8 @@ type View struct {
 	// allocation never shows up as changed, so a contribution the view
 	// still holds for it would never go.
 	resetAt uint64
+	// nodeList: the ready nodes, shared by evaluations (NodeList).
+	nodeList Nodes
 }
 
 // ResetFrom asks for a rebuild once a state at allocations index idx (or
