@@ -36,14 +36,7 @@ type member struct {
 
 // memberPort is a free port that no port-0 listener or outgoing connection
 // can take before the agent binds it (see servertest.FreeAddr).
-func memberPort(t *testing.T) int {
-	_, port, _ := strings.Cut(servertest.FreeAddr(t), ":")
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+func memberPort(t *testing.T) int { return freeLoopbackPort(t) }
 
 func (m *member) raftAddr() string { return "127.0.0.1:" + strconv.Itoa(m.raftPort) }
 func (m *member) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(m.httpPort) }
