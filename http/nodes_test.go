@@ -370,6 +370,13 @@ func TestNodeClientBodyCaps(t *testing.T) {
 		}
 		return out
 	}
+	manyChecks := func(n int) map[string]*api.CheckResult {
+		out := map[string]*api.CheckResult{}
+		for i := range n {
+			out[fmt.Sprint("c", i)] = &api.CheckResult{Status: "success", Mode: "healthiness"}
+		}
+		return out
+	}
 	states := map[string]*api.TaskState{}
 	for i := range 101 {
 		states[fmt.Sprint("t", i)] = &api.TaskState{State: "running"}
@@ -388,6 +395,16 @@ func TestNodeClientBodyCaps(t *testing.T) {
 			`Allocs[0].TaskStates["t"].Events has 201 events: at most 200 are allowed`},
 		{[]*api.AllocClientUpdate{{ID: id, ClientStatus: "exploded"}}, `Allocs[0].ClientStatus "exploded" is invalid: one of pending, running, complete, failed, lost`},
 		{[]*api.AllocClientUpdate{{ID: "short", ClientStatus: "running"}}, `Allocs[0].ID "short" is invalid: a 36-character UUID is required`},
+		{[]*api.AllocClientUpdate{{ID: id, ClientStatus: "running", CheckResults: manyChecks(257)}}, "Allocs[0].CheckResults has 257 checks: at most 256 are allowed"},
+		{[]*api.AllocClientUpdate{{ID: id, ClientStatus: "running", CheckResults: map[string]*api.CheckResult{"c": nil}}}, `Allocs[0].CheckResults["c"] is null`},
+		{[]*api.AllocClientUpdate{{ID: id, ClientStatus: "running", CheckResults: map[string]*api.CheckResult{"c": {Status: "great", Mode: "healthiness"}}}},
+			`Allocs[0].CheckResults["c"].Status "great" is invalid: one of success, failure, pending`},
+		{[]*api.AllocClientUpdate{{ID: id, ClientStatus: "running", CheckResults: map[string]*api.CheckResult{"c": {Status: "success", Mode: "x"}}}},
+			`Allocs[0].CheckResults["c"].Mode "x" is invalid: one of healthiness, readiness`},
+		{[]*api.AllocClientUpdate{{ID: id, ClientStatus: "running", CheckResults: map[string]*api.CheckResult{"c": {Status: "failure", Mode: "healthiness", Output: strings.Repeat("x", 4097)}}}},
+			`Allocs[0].CheckResults["c"].Output is longer than 4096 bytes`},
+		{[]*api.AllocClientUpdate{{ID: id, ClientStatus: "running", CheckResults: map[string]*api.CheckResult{"c": {Status: "success", Mode: "healthiness", Service: strings.Repeat("s", 513)}}}},
+			`Allocs[0].CheckResults["c"] has a name longer than 512 bytes`},
 	}
 	for _, tc := range cases {
 		_, err := nc.UpdateAllocations(ctx, reg.ID, tc.updates)

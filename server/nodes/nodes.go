@@ -186,8 +186,16 @@ const (
 	MaxAllocUpdates  = 1000
 	MaxTaskStates    = 100
 	MaxTaskEvents    = 200
+	MaxCheckResults  = 256
 	maxDescriptionSz = 1024
+	// maxCheckOutput: the client keeps 3 KiB of a check's output (Nomad's
+	// cap), plus room for its own "nomad: <error>" texts.
+	maxCheckOutput = 4096
+	maxCheckField  = 512
 )
+
+var checkStatuses = map[string]bool{"success": true, "failure": true, "pending": true}
+var checkModes = map[string]bool{"healthiness": true, "readiness": true}
 
 var clientStatuses = map[string]bool{
 	state.AllocClientStatusPending: true, state.AllocClientStatusRunning: true,
@@ -228,6 +236,24 @@ func validUpdate(i int, u *state.AllocClientUpdate) error {
 			if e == nil {
 				return invalid("Allocs[%d].TaskStates[%q].Events[%d] is null", i, name, k)
 			}
+		}
+	}
+	if len(u.CheckResults) > MaxCheckResults {
+		return invalid("Allocs[%d].CheckResults has %d checks: at most %d are allowed", i, len(u.CheckResults), MaxCheckResults)
+	}
+	for id, cr := range u.CheckResults {
+		switch {
+		case cr == nil:
+			return invalid("Allocs[%d].CheckResults[%q] is null", i, id)
+		case !checkStatuses[cr.Status]:
+			return invalid("Allocs[%d].CheckResults[%q].Status %q is invalid: one of success, failure, pending", i, id, cr.Status)
+		case !checkModes[cr.Mode]:
+			return invalid("Allocs[%d].CheckResults[%q].Mode %q is invalid: one of healthiness, readiness", i, id, cr.Mode)
+		case len(cr.Output) > maxCheckOutput:
+			return invalid("Allocs[%d].CheckResults[%q].Output is longer than %d bytes", i, id, maxCheckOutput)
+		case len(id) > maxCheckField || len(cr.ID) > maxCheckField || len(cr.Check) > maxCheckField || len(cr.Group) > maxCheckField ||
+			len(cr.Task) > maxCheckField || len(cr.Service) > maxCheckField:
+			return invalid("Allocs[%d].CheckResults[%q] has a name longer than %d bytes", i, id, maxCheckField)
 		}
 	}
 	return nil
