@@ -7,8 +7,10 @@
 #      on a single-member etcd; reads; blocked-query wake-up; 10,000-watcher
 #      fan-out (scripts/loadgen)
 #   2. creates through the leader of a local 3-node cluster (scripts/cluster.sh),
-#      on the boltdb and on the wal log store, each next to a 3-member etcd
-#      cluster's puts through its leader
+#      each next to a 3-member etcd cluster's puts through its leader: boltdb
+#      with Raft over mutual TLS against etcd with mutual peer TLS (the
+#      headline), boltdb without Raft TLS against etcd without peer TLS, and
+#      the wal log store with TLS against etcd with peer TLS
 #   3. failover time over 10 leader kills (scripts/failover)
 #   4. snapshot save/restore at 100k and 1M rules (scripts/snapbench)
 #   5. Go benchmarks (validating a never-seen BindName, token resolution, ...)
@@ -43,16 +45,22 @@ echo "== ctlplane benchmarks, $(date -u +%FT%TZ), $(go version), $(nproc) cores,
 echo "== 1. single node, next to a single-member etcd (creates: every rule its own BindName, then the repeated template)"
 go run ./scripts/loadgen -spawn -duration="$dur" -rounds="$rounds" -watchers="$watchers" -read-clients=16 -etcd=1 \
 	-name=boltdb -variant=wal=-raft-log-store=wal -variant=acl-off=-acl-enabled=false -summary="$summary" -label=single
-echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd; boltdb, then wal log store"
-for store in boltdb wal; do
+echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd:"
+echo "   a. boltdb, Raft over mutual TLS vs etcd with mutual peer TLS (the headline, like for like)"
+echo "   b. boltdb, Raft without TLS (-insecure-raft) vs etcd with peers without TLS"
+echo "   c. wal log store, Raft over mutual TLS vs etcd with mutual peer TLS"
+for run in boltdb:tls boltdb:plain wal:tls; do
+	store=${run%%:*} tls=${run##*:}
+	label=cluster-$store etcd_tls=-etcd-peer-tls
+	if [ "$tls" = plain ]; then label=cluster-$store-plain etcd_tls=; fi
 	rm -rf "$dir" && mkdir -p "$dir"
-	CLUSTER_ARGS="-raft-log-store=$store" scripts/cluster.sh start "$dir" >/dev/null
+	CLUSTER_TLS=$([ "$tls" = tls ] && echo 1 || echo 0) CLUSTER_ARGS="-raft-log-store=$store ${CLUSTER_ARGS:-}" scripts/cluster.sh start "$dir" >/dev/null
 	leader=$(curl -s http://127.0.0.1:8501/v1/status/leader?stale | tr -d '"')
 	n=${leader: -1}
-	echo "log store $store: leader raft $leader, http 127.0.0.1:850$n"
+	echo "$label (log store $store, Raft $([ "$tls" = tls ] && echo "over mutual TLS" || echo "without TLS")): leader raft $leader, http 127.0.0.1:850$n"
 	go run ./scripts/loadgen -addr="http://127.0.0.1:850$n" -token="$(cat "$dir/management-token")" -duration="$dur" -rounds="$rounds" \
-		-scenarios=create -templates=distinct -etcd=3 -name="cluster-$store" -server-pid="$(cat "$dir/n$n.pid")" \
-		-summary="$summary" -label="cluster-$store"
+		-scenarios=create -templates=distinct -etcd=3 $etcd_tls -name="$label" -server-pid="$(cat "$dir/n$n.pid")" \
+		-summary="$summary" -label="$label"
 	scripts/cluster.sh stop "$dir" >/dev/null
 done
 echo "== 3. failover"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts or stops a local 3-node ctlplane cluster on loopback.
 #   scripts/cluster.sh start [DIR]   build, start 3 servers in the background, wait for a leader
-#   scripts/cluster.sh stop  [DIR]   SIGTERM them
+#   scripts/cluster.sh stop  [DIR]   SIGTERM them and wait until they have exited
 #   scripts/cluster.sh status [DIR]  show who leads
 # Servers: n1 http 127.0.0.1:8501 raft :8301, n2 :8502/:8302, n3 :8503/:8303.
 # Data and logs live in DIR (default ./data/cluster).
@@ -11,6 +11,8 @@
 # Raft between the servers is mutual TLS: `start` creates a CA and a server
 # certificate once, with `ctlplane tls`, in DIR/tls. The HTTP addresses also
 # answer HTTPS (CTLPLANE_CACERT=DIR/tls/ctlplane-agent-ca.pem).
+# CLUSTER_TLS=0 starts them without TLS instead (-insecure-raft: Raft over
+# plain TCP, HTTP only), to compare with an etcd whose peers run without TLS.
 # CLUSTER_ARGS adds agent flags to every server (e.g. -raft-log-store=wal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +41,13 @@ start() {
 	go build -o "$bin" ./cmd/ctlplane
 	abs_bin=$(pwd)/$bin
 	mkdir -p "$dir"
-	certs
+	tls_args=(-insecure-raft)
+	if [ "${CLUSTER_TLS:-1}" != 0 ]; then
+		certs
+		tls_args=(-tls-ca-file="$dir/tls/ctlplane-agent-ca.pem"
+			-tls-cert-file="$dir/tls/dc1-server-ctlplane-0.pem"
+			-tls-key-file="$dir/tls/dc1-server-ctlplane-0-key.pem")
+	fi
 	tok=$(token)
 	for i in 1 2 3; do
 		if [ -f "$dir/n$i.pid" ] && kill -0 "$(cat "$dir/n$i.pid")" 2>/dev/null; then
@@ -49,10 +57,7 @@ start() {
 		"$bin" agent -data-dir="$dir/n$i" -node="n$i" \
 			-bind="127.0.0.1:830$i" -http-addr="127.0.0.1:850$i" \
 			-bootstrap-expect=3 -join=127.0.0.1:8501 -join=127.0.0.1:8502 -join=127.0.0.1:8503 \
-			-acl-initial-management-token="$tok" \
-			-tls-ca-file="$dir/tls/ctlplane-agent-ca.pem" \
-			-tls-cert-file="$dir/tls/dc1-server-ctlplane-0.pem" \
-			-tls-key-file="$dir/tls/dc1-server-ctlplane-0-key.pem" \
+			-acl-initial-management-token="$tok" "${tls_args[@]}" \
 			${CLUSTER_ARGS:-} >"$dir/n$i.log" 2>&1 &
 		echo $! >"$dir/n$i.pid"
 	done
@@ -69,11 +74,20 @@ start() {
 }
 
 stop() {
+	pids=()
 	for i in 1 2 3; do
 		if [ -f "$dir/n$i.pid" ]; then
-			kill -TERM "$(cat "$dir/n$i.pid")" 2>/dev/null || true
+			pids+=("$(cat "$dir/n$i.pid")")
+			kill -TERM "${pids[-1]}" 2>/dev/null || true
 			rm -f "$dir/n$i.pid"
 		fi
+	done
+	# Wait (at most 10 s) until they are gone, so a next start finds the ports free.
+	for _ in $(seq 1 50); do
+		alive=0
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ "$alive" = 0 ] && break
+		sleep 0.2
 	done
 	echo "stopped"
 }

@@ -19,6 +19,7 @@ import (
 // connection), puts of 256 B values to fresh keys.
 type etcdRef struct {
 	members  int
+	peerTLS  bool   // the members replicate over mutual TLS
 	endpoint string // the leader's client address
 	version  string
 	clients  []*clientv3.Client
@@ -28,17 +29,17 @@ type etcdRef struct {
 	pid      int // the leader's process when started here (0: unknown)
 }
 
-// startEtcdRef starts an etcd of members members in a temporary directory,
-// or uses the one at endpoints.
-func startEtcdRef(ctx context.Context, members int, endpoints []string, maxClients int) (*etcdRef, error) {
-	ref := &etcdRef{members: members, stop: func() {}}
+// startEtcdRef starts an etcd of members members in a temporary directory
+// (with peerTLS, its members talk mutual TLS), or uses the one at endpoints.
+func startEtcdRef(ctx context.Context, members int, peerTLS bool, endpoints []string, maxClients int) (*etcdRef, error) {
+	ref := &etcdRef{members: members, peerTLS: peerTLS, stop: func() {}}
 	if len(endpoints) == 0 {
 		dir, err := os.MkdirTemp("", "ctlplane-loadgen-etcd-")
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(os.Stderr, "loadgen: starting a %d-member etcd in %s\n", members, dir)
-		e, err := benchutil.StartEtcd(ctx, dir, members)
+		fmt.Fprintf(os.Stderr, "loadgen: starting a %d-member etcd in %s (%s)\n", members, dir, ref.peers())
+		e, err := benchutil.StartEtcd(ctx, dir, members, peerTLS)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -67,6 +68,19 @@ func startEtcdRef(ctx context.Context, members int, endpoints []string, maxClien
 		ref.clients = append(ref.clients, c)
 	}
 	return ref, nil
+}
+
+// peers says how the members replicate, for the tables.
+func (r *etcdRef) peers() string {
+	switch {
+	case r.members < 2:
+		return "no peers"
+	case r.version == "external":
+		return "peers as configured"
+	case r.peerTLS:
+		return "peers over mutual TLS"
+	}
+	return "peers without TLS"
 }
 
 func (r *etcdRef) close() {

@@ -46,6 +46,7 @@ type config struct {
 	rounds        int
 	etcd          int
 	etcdAddrs     []string
+	etcdPeerTLS   bool
 	name          string    // of the main target in the side-by-side table
 	templates     []string  // create: the BindName loads, the headline first
 	summary       string    // -summary file
@@ -100,6 +101,7 @@ func run() error {
 	flag.StringVar(&cfg.fsyncDir, "fsync-dir", os.TempDir(), "fsync: directory to measure (with -spawn: the node's data directory)")
 	flag.IntVar(&cfg.rounds, "rounds", 1, "create, read: repeat every level this many times (interleaved with the other servers' and etcd's)")
 	flag.IntVar(&cfg.etcd, "etcd", 0, "create: start an etcd of this many members ("+benchutil.EtcdBin+", package etcd-server) and measure its puts right after each ctlplane level (0: none)")
+	flag.BoolVar(&cfg.etcdPeerTLS, "etcd-peer-tls", false, "with -etcd=N: the members replicate over mutual TLS (--peer-client-cert-auth), as a ctlplane cluster's Raft does (default: peers without TLS)")
 	etcdAddrs := flag.String("etcd-endpoints", "", "create: compare with the running etcd at these client addresses (host:port, the leader first) instead of starting one")
 	flag.StringVar(&cfg.fanoutProfile, "fanout-profile", "", "fanout: also take the server's CPU profile (needs agent -enable-debug) over the second from the update on, into this file (one per round: FILE.N)")
 	flag.IntVar(&cfg.serverPid, "server-pid", 0, "fanout, read: pid of the -addr server, to report the CPU it and the load generator used during the measurement (known with -spawn)")
@@ -218,11 +220,11 @@ func run() error {
 	b.c.Token = cfg.token
 	b.systems = append([]system{{name: cfg.name, c: b.c, pid: cfg.serverPid}}, others...)
 	if cfg.scenarios["create"] && (cfg.etcd > 0 || len(cfg.etcdAddrs) > 0) {
-		if b.etcd, err = startEtcdRef(ctx, cfg.etcd, cfg.etcdAddrs, slices.Max(cfg.clients)); err != nil {
+		if b.etcd, err = startEtcdRef(ctx, cfg.etcd, cfg.etcdPeerTLS, cfg.etcdAddrs, slices.Max(cfg.clients)); err != nil {
 			return fmt.Errorf("etcd: %w", err)
 		}
 		defer b.etcd.close()
-		fmt.Printf("# reference:  etcd %s, %d member(s), puts to the leader at %s\n", b.etcd.version, b.etcd.members, b.etcd.endpoint)
+		fmt.Printf("# reference:  etcd %s, %d member(s), %s, puts to the leader at %s\n", b.etcd.version, b.etcd.members, b.etcd.peers(), b.etcd.endpoint)
 	}
 	if err := b.c.WaitReady(ctx, 30*time.Second, nil); err != nil {
 		return err

@@ -212,7 +212,7 @@ func (b *bench) create(ctx context.Context) error {
 			lats, errs, elapsed := b.load(ctx, "etcd", n, b.cfg.duration, b.etcd.put)
 			used := cpu.stop(elapsed)
 			b.add(used.row("etcd", fmt.Sprintf("etcd (leader): CPU at %d clients", n)))
-			b.add(row{scenario: "etcd", what: fmt.Sprintf("etcd %s put 256 B (%d member)", b.etcd.version, b.etcd.members), clients: n,
+			b.add(row{scenario: "etcd", what: fmt.Sprintf("etcd %s put 256 B (%d member, %s)", b.etcd.version, b.etcd.members, b.etcd.peers()), clients: n,
 				n: fmt.Sprint(len(lats)), rate: float64(len(lats)) / elapsed.Seconds(), lat: benchutil.Summarize(lats), errors: errs, round: round,
 				system: "etcd", cpuPerOp: used.perOp(len(lats))})
 			if ctx.Err() != nil {

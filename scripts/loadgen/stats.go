@@ -88,7 +88,7 @@ func (b *bench) printSideBySide(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nside by side (one run, each level measured on every server in turn")
 	if b.etcd != nil {
-		fmt.Fprintf(w, "; etcd %s, %d member(s), 256 B puts", b.etcd.version, b.etcd.members)
+		fmt.Fprintf(w, "; etcd %s, %d member(s), %s, 256 B puts", b.etcd.version, b.etcd.members, b.etcd.peers())
 	}
 	fmt.Fprintln(w, "):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

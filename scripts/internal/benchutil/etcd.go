@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ctlplane/ctlplane/server/tlsutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -20,23 +21,35 @@ const EtcdBin = "/usr/bin/etcd"
 
 // Etcd is a local etcd cluster this tool runs as a reference: every member
 // on 127.0.0.1 with its data in a directory of its own, fsync on (etcd's
-// default), no TLS.
+// default), clients without TLS, peers with mutual TLS or without.
 type Etcd struct {
 	Endpoints []string // client addresses, host:port
 	Version   string
+	PeerTLS   bool // the members talk to each other over mutual TLS
 	dir       string
 	cmds      []*exec.Cmd
 	exited    []chan struct{}
 }
 
 // StartEtcd starts an etcd cluster of members members under dir and waits
-// until it takes a put.
-func StartEtcd(ctx context.Context, dir string, members int) (*Etcd, error) {
+// until it takes a put. With peerTLS the members replicate over mutual TLS
+// (--peer-client-cert-auth), with an ECDSA P-256 CA and server certificate
+// (127.0.0.1 among its names) made as `ctlplane tls` makes them, so that
+// it compares like for like with a ctlplane cluster's Raft over mutual TLS.
+func StartEtcd(ctx context.Context, dir string, members int, peerTLS bool) (*Etcd, error) {
 	if _, err := os.Stat(EtcdBin); err != nil {
 		return nil, fmt.Errorf("%s not found (apt-get install -y etcd-server): %w", EtcdBin, err)
 	}
 	ver, _ := exec.Command(EtcdBin, "--version").Output()
-	e := &Etcd{dir: dir, Version: strings.TrimPrefix(strings.SplitN(string(ver), "\n", 2)[0], "etcd Version: ")}
+	e := &Etcd{dir: dir, Version: strings.TrimPrefix(strings.SplitN(string(ver), "\n", 2)[0], "etcd Version: "), PeerTLS: peerTLS}
+	scheme, peerFlags := "http", []string(nil)
+	if peerTLS {
+		var err error
+		if peerFlags, err = etcdPeerCerts(dir); err != nil {
+			return nil, err
+		}
+		scheme = "https"
+	}
 	var peers, initial []string
 	for i := range members {
 		c, err := FreeAddr()
@@ -49,7 +62,7 @@ func StartEtcd(ctx context.Context, dir string, members int) (*Etcd, error) {
 		}
 		e.Endpoints = append(e.Endpoints, c)
 		peers = append(peers, p)
-		initial = append(initial, fmt.Sprintf("e%d=http://%s", i, p))
+		initial = append(initial, fmt.Sprintf("e%d=%s://%s", i, scheme, p))
 	}
 	for i := range members {
 		name := fmt.Sprintf("e%d", i)
@@ -59,12 +72,13 @@ func StartEtcd(ctx context.Context, dir string, members int) (*Etcd, error) {
 			e.Stop()
 			return nil, err
 		}
-		cmd := exec.Command(EtcdBin,
-			"--name="+name, "--data-dir="+filepath.Join(dir, name),
-			"--listen-client-urls=http://"+e.Endpoints[i], "--advertise-client-urls=http://"+e.Endpoints[i],
-			"--listen-peer-urls=http://"+peers[i], "--initial-advertise-peer-urls=http://"+peers[i],
-			"--initial-cluster="+strings.Join(initial, ","), "--initial-cluster-state=new",
-			"--initial-cluster-token=bench", "--log-level=warn", "--logger=zap")
+		args := append([]string{
+			"--name=" + name, "--data-dir=" + filepath.Join(dir, name),
+			"--listen-client-urls=http://" + e.Endpoints[i], "--advertise-client-urls=http://" + e.Endpoints[i],
+			"--listen-peer-urls=" + scheme + "://" + peers[i], "--initial-advertise-peer-urls=" + scheme + "://" + peers[i],
+			"--initial-cluster=" + strings.Join(initial, ","), "--initial-cluster-state=new",
+			"--initial-cluster-token=bench", "--log-level=warn", "--logger=zap"}, peerFlags...)
+		cmd := exec.Command(EtcdBin, args...)
 		cmd.Stdout, cmd.Stderr = log, log
 		err = cmd.Start()
 		log.Close()
@@ -81,6 +95,33 @@ func StartEtcd(ctx context.Context, dir string, members int) (*Etcd, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// etcdPeerCerts writes a CA and a server certificate for 127.0.0.1 into
+// dir/tls and returns etcd's flags for mutual TLS between its members.
+func etcdPeerCerts(dir string) ([]string, error) {
+	ca, err := tlsutil.GenerateCA(tlsutil.CAOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tlsutil.GenerateCert(ca.Cert, ca.Key, tlsutil.CertOptions{Server: true, Datacenter: "dc1"})
+	if err != nil {
+		return nil, err
+	}
+	tdir := filepath.Join(dir, "tls")
+	if err := os.MkdirAll(tdir, 0o700); err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{"ca.pem": ca.Cert, "peer.pem": cert.Cert, "peer-key.pem": cert.Key}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(tdir, name), b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return []string{
+		"--peer-cert-file=" + filepath.Join(tdir, "peer.pem"), "--peer-key-file=" + filepath.Join(tdir, "peer-key.pem"),
+		"--peer-trusted-ca-file=" + filepath.Join(tdir, "ca.pem"), "--peer-client-cert-auth",
+	}, nil
 }
 
 func (e *Etcd) waitReady(ctx context.Context, timeout time.Duration) error {
