@@ -79,7 +79,7 @@ func (s *Service) newBindingRuleID() (string, error) {
 	var lastErr error
 	for range newIDAttempts {
 		id := s.newID()
-		_, rule, err := s.deps.State().BindingRule(memdb.NewWatchSet(), id, state.AllNamespaces)
+		_, rule, err := s.deps.State().BindingRule(nil, id, state.AllNamespaces) // nil: nothing watches a write's checks
 		if err == nil && rule == nil {
 			return id, nil
 		}
@@ -97,7 +97,7 @@ func (s *Service) newBindingRuleID() (string, error) {
 // update that omits AuthMethod is checked against the stored rule's method.
 func (s *Service) checkBindingRuleMethod(methodName, ruleID, ns, selector, bindType, bindName string) error {
 	st := s.deps.State()
-	ws := memdb.NewWatchSet()
+	var ws memdb.WatchSet // nil: nothing watches a write's checks
 	if methodName == "" && ruleID != "" {
 		_, rule, err := st.BindingRule(ws, ruleID, ns)
 		if err != nil {
