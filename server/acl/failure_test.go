@@ -64,4 +64,3 @@ func TestAuthorizerStoreFailure(t *testing.T) {
 		t.Errorf("role lookup failure: %v", err)
 	}
 }
-
