@@ -54,26 +54,6 @@ type bindingRuleListEntry struct {
 	ModifyIndex uint64
 }
 
-// isUUID says whether s is a UUID in its 36-character form (any case).
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // pathID returns the {id} path variable, which must be a full UUID.
 func pathID(r *http.Request, what string) (string, error) {
@@ -161,3 +141,6 @@ func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any
 	}
 	return true, nil
 }
+
+// isUUID says whether s is a UUID in its 36-character form (any case).
+func isUUID(s string) bool { return state.IsUUID(s) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -84,4 +85,19 @@ func FuzzUUIDNibbleIndex(f *testing.F) {
 	f.Add("4d6e0b2a1c3f4a5b9c8d7e6f5a4b3c2d12--")
 	f.Add("4d6e0b2a-1c3f-4a5b-9c8d-7e6f5a4b3cxg")
 	f.Fuzz(func(t *testing.T, id string) { agreeWithUUIDIndex(t, id) })
+}
+
+// uuidForm is the regexp IsUUID replaced.
+var uuidForm = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func FuzzIsUUID(f *testing.F) {
+	for _, s := range []string{"4d6e0b2a-1c3f-4a5b-9c8d-7e6f5a4b3c2d", "4D6E0B2A-1C3F-4A5B-9C8D-7E6F5A4B3C2D",
+		"4d6e0b2a1c3f-4a5b-9c8d-7e6f5a4b3c2d-", "4d6e0b2a-1c3f-4a5b-9c8d-7e6f5a4b3c2g", "", "4d6e0b2a-1c3f-4a5b-9c8d-7e6f5a4b3c2d\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := IsUUID(s), uuidForm.MatchString(s); got != want {
+			t.Fatalf("IsUUID(%q) = %v, the regexp says %v", s, got, want)
+		}
+	})
 }
