@@ -54,7 +54,6 @@ type bindingRuleListEntry struct {
 	ModifyIndex uint64
 }
 
-
 // pathID returns the {id} path variable, which must be a full UUID.
 func pathID(r *http.Request, what string) (string, error) {
 	id := mux.Vars(r)["id"]
