@@ -106,7 +106,7 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 		return nil, err
 	}
 	var req bindingRuleRequest
-	if err := decodeBody(r, "BindingRule", &req); err != nil {
+	if err := decodeBindingRule(r, &req); err != nil {
 		return nil, err
 	}
 	if req.ID != "" && req.ID != pathVal {

@@ -323,26 +323,34 @@ func decodeBody(r *http.Request, what string, out any) error {
 
 // decodeStrict is decodeBody with the message prefix given whole.
 func decodeStrict(r *http.Request, prefix string, out any) error {
-	fail := func(err error) error {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
-		return badRequest("%s: %v", prefix, err)
-	}
 	if r.Body == nil {
-		return fail(io.EOF)
+		return decodeFailed(prefix, io.EOF)
 	}
-	dec := json.NewDecoder(r.Body)
+	return decodeStrictFrom(r.Body, prefix, out)
+}
+
+// decodeStrictFrom is decodeStrict from the body's bytes in src.
+func decodeStrictFrom(src io.Reader, prefix string, out any) error {
+	dec := json.NewDecoder(src)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
-		return fail(err)
+		return decodeFailed(prefix, err)
 	}
 	// Only whitespace may follow the object.
-	if err := onlySpaceLeft(dec.Buffered(), r.Body); err != nil {
-		return fail(err)
+	if err := onlySpaceLeft(dec.Buffered(), src); err != nil {
+		return decodeFailed(prefix, err)
 	}
 	return nil
+}
+
+// decodeFailed is a body decoding error: 400 with the prefix, or a body
+// over the limit as it is (413).
+func decodeFailed(prefix string, err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return err
+	}
+	return badRequest("%s: %v", prefix, err)
 }
 
 // errDataAfterObject: something other than whitespace follows the body's
