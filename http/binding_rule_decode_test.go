@@ -36,7 +36,7 @@ func FuzzDecodeFlatRule(f *testing.F) {
 // encoding/json.
 func TestDecodeFlatRuleTakes(t *testing.T) {
 	for body, want := range map[string]bool{
-		`{"AuthMethod":"k8s","BindType":"service","BindName":"svc7-${value.name}","Selector":"value.team==a"}`: true,
+		`{"AuthMethod":"k8s","BindType":"service","BindName":"svc7-${value.name}","Selector":"value.team==a"}`:        true,
 		`{"Description":"x","AuthMethod":"m","Selector":"","BindType":"role","BindName":"ops","Namespace":"default"}`: true,
 		`{"authmethod":"m"}`: false, `{"CreateIndex":0}`: false, `{"BindName":"caf\u00e9"}`: false,
 		`{"BindName":"a"} 1`: false, `{"BindName":"a"`: false,
