@@ -101,8 +101,9 @@ func (s *hotSink) metric(kind hotKind, key []string) *hotMetric {
 	return m
 }
 
-// hotBuckets cover milliseconds (MeasureSince), counts and bytes alike.
-var hotBuckets = prometheus.ExponentialBuckets(0.01, 10, 10)
+// hotBuckets cover milliseconds (MeasureSince: 0.01 ms to ~10 min, a
+// factor of 3 apart), counts and bytes alike.
+var hotBuckets = prometheus.ExponentialBuckets(0.01, 3, 21)
 
 // promNameReplacer does what go-metrics' Prometheus sink does to a name.
 var promNameReplacer = strings.NewReplacer(" ", "_", ".", "_", "=", "_", "-", "_", "/", "_", ":", "_")
