@@ -101,8 +101,8 @@ func (s *hotSink) metric(kind hotKind, key []string) *hotMetric {
 	return m
 }
 
-// hotBuckets cover milliseconds (MeasureSince: 0.01 ms to ~10 min, a
-// factor of 3 apart), counts and bytes alike.
+// hotBuckets cover milliseconds (MeasureSince), counts and bytes alike:
+// 0.01 to 3.5e7 (ten hours in ms, 35 MB), a factor of 3 apart.
 var hotBuckets = prometheus.ExponentialBuckets(0.01, 3, 21)
 
 // promNameReplacer does what go-metrics' Prometheus sink does to a name.
