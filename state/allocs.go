@@ -343,7 +343,7 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 			return err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 

@@ -16,42 +16,105 @@ type ClientAlloc struct {
 	TaskGroup *TaskGroup
 }
 
-// ClientAllocs lists a node's allocations with their task groups, by ID,
-// read in one transaction. The index is the highest AllocModifyIndex among
-// them (at least 1): it moves when the servers change what the node should
-// run (a placement, a stop, an in-place update), not when the client
-// reports, so a node's blocking read does not wake on its own reports.
-// The allocations whose AllocModifyIndex is at most since (0: none) come
-// without their task group: the client has them as they are.
-func (s *Store) ClientAllocs(ws memdb.WatchSet, nodeID string, since uint64) (uint64, []*ClientAlloc, error) {
-	txn := s.db.Txn(false)
-	defer txn.Abort()
-	allocs, err := listTxn[Allocation](txn, ws, allocsTable, "node", nodeID)
+// ClientAllocChanges is what changed in a node's list of allocations after
+// an index: the list is the node's allocations that have not ended on the
+// client (complete, failed or lost), without the task states the client
+// reported (its own news).
+type ClientAllocChanges struct {
+	// Index is the node's index when the read began: the next read asks for
+	// the changes after it.
+	Index uint64
+	// Full: Allocs is the whole list (asked for from index 0, or from an
+	// index older than what the store can answer).
+	Full bool
+	// Allocs are the listed allocations the servers changed after the index
+	// (AllocModifyIndex), with their task groups.
+	Allocs []*ClientAlloc
+	// Removed are the IDs of the allocations that left the list after the
+	// index: deleted, or ended on the client. It may name some the client
+	// never had, or already dropped.
+	Removed []string
+	// Count is the length of the whole list.
+	Count int
+}
+
+// ClientAllocChanges reads what changed in the node's list after index
+// since (0: the whole list) in one pass over the node's allocations, the
+// job version looked up only for those sent. The node's index and the
+// horizon come from the commits (nodeAllocWatch), not from a walk: the
+// index is read before the transaction (so nothing after it is missed), the
+// deletions after it (so none it does not show are missed).
+func (s *Store) ClientAllocChanges(nodeID string, since uint64) (*ClientAllocChanges, error) {
+	for {
+		out := &ClientAllocChanges{Index: s.nodeAllocs.index(nodeID)}
+		txn := s.db.Txn(false)
+		raw, err := txn.First(nodesTable, "id", nodeID)
+		if err != nil {
+			txn.Abort()
+			return nil, fmt.Errorf("failed node lookup: %w", err)
+		}
+		out.Full = since == 0 || raw == nil || since < raw.(*Node).CreateIndex
+		out.Full = out.Full || !s.nodeAllocs.answers(nodeID, since)
+		err = clientAllocChangesTxn(txn, nodeID, since, out)
+		txn.Abort()
+		if err != nil {
+			return nil, err
+		}
+		if out.Full {
+			return out, nil
+		}
+		removed, ok := s.nodeAllocs.removedSince(nodeID, since)
+		if !ok {
+			continue // tombstones dropped meanwhile: read the whole list
+		}
+		out.Removed = append(out.Removed, removed...)
+		return out, nil
+	}
+}
+
+func clientAllocChangesTxn(txn *memdb.Txn, nodeID string, since uint64, out *ClientAllocChanges) error {
+	iter, err := txn.Get(allocsTable, "node", nodeID)
 	if err != nil {
-		return 0, nil, err
+		return fmt.Errorf("failed allocs list: %w", err)
 	}
 	type key struct {
 		ns, id  string
 		version uint64
 	}
-	jobs := map[key]*Job{}
-	out := make([]*ClientAlloc, 0, len(allocs))
-	for _, a := range allocs {
-		if a.AllocModifyIndex <= since {
-			out = append(out, &ClientAlloc{Allocation: a})
+	var jobs map[key]*Job
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		a := raw.(*Allocation)
+		if a.ClientTerminalStatus() {
+			// A client's report moves ModifyIndex only: it left the list
+			// then or later.
+			if !out.Full && a.ModifyIndex > since {
+				out.Removed = append(out.Removed, a.ID)
+			}
 			continue
+		}
+		out.Count++
+		if !out.Full && a.AllocModifyIndex <= since {
+			continue // the client has it as it is
 		}
 		k := key{a.Namespace, a.JobID, a.JobVersion}
 		job, ok := jobs[k]
 		if !ok {
 			raw, err := txn.First(jobVersionsTable, "id", a.Namespace, a.JobID, a.JobVersion)
 			if err != nil {
-				return 0, nil, err
+				return fmt.Errorf("failed job version lookup: %w", err)
 			}
 			if raw != nil {
 				job = raw.(*Job)
 			}
+			if jobs == nil {
+				jobs = map[key]*Job{}
+			}
 			jobs[k] = job
+		}
+		if a.TaskStates != nil {
+			c := *a
+			c.TaskStates = nil
+			a = &c
 		}
 		ca := &ClientAlloc{Allocation: a}
 		if job != nil {
@@ -64,38 +127,26 @@ func (s *Store) ClientAllocs(ws memdb.WatchSet, nodeID string, since uint64) (ui
 				ca.TaskGroup = tg
 			}
 		}
-		out = append(out, ca)
+		out.Allocs = append(out.Allocs, ca)
 	}
-	idx := uint64(1)
-	for _, a := range allocs {
-		idx = max(idx, a.AllocModifyIndex)
-	}
-	return idx, out, nil
+	return nil
 }
 
 // NodesIndex and AllocsIndex are the current max indexes of those tables.
 func (s *Store) NodesIndex() uint64  { return s.TableIndex(nodesTable) }
 func (s *Store) AllocsIndex() uint64 { return s.TableIndex(allocsTable) }
 
-// ClientAllocsIndex is ClientAllocs' index alone: cheap enough to run on
-// every wake-up of a node's blocking read (most are its own reports).
+// ClientAllocsIndex is the node's index (ClientAllocChanges'), kept from
+// the commits: a node's blocking read waits on it.
 //
-// ws fires when the servers change one of the node's allocations (not on
-// the client's own reports): the channel is taken before the read, so a
-// change committed in between wakes it at once.
-func (s *Store) ClientAllocsIndex(ws memdb.WatchSet, nodeID string) (uint64, error) {
-	if ws != nil {
-		ws.Add(s.nodeAllocs.ch(nodeID))
+// ws fires when the servers change or delete one of the node's allocations
+// (not on the client's own reports): the channel is taken with the index,
+// so a change committed after it wakes it at once.
+func (s *Store) ClientAllocsIndex(ws memdb.WatchSet, nodeID string) uint64 {
+	if ws == nil {
+		return s.nodeAllocs.index(nodeID)
 	}
-	txn := s.db.Txn(false)
-	defer txn.Abort()
-	iter, err := txn.Get(allocsTable, "node", nodeID)
-	if err != nil {
-		return 0, fmt.Errorf("failed allocs list: %w", err)
-	}
-	idx := uint64(1)
-	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		idx = max(idx, raw.(*Allocation).AllocModifyIndex)
-	}
-	return idx, nil
+	ch, idx := s.nodeAllocs.watch(nodeID)
+	ws.Add(ch)
+	return idx
 }

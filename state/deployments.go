@@ -272,7 +272,7 @@ func (s *Store) DeploymentUpdateStatus(idx uint64, req *DeploymentUpdateRequest)
 	if err != nil {
 		return nil, err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return res, nil
 }
 
@@ -446,7 +446,7 @@ func (s *Store) DeploymentPromote(idx uint64, req *DeploymentPromoteRequest) (*D
 			return nil, err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return &DeploymentUpdateResult{Index: idx}, nil
 }
 
@@ -522,6 +522,6 @@ func (s *Store) DeploymentAllocHealth(idx uint64, req *DeploymentAllocHealthRequ
 			return nil, err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return res, nil
 }

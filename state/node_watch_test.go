@@ -1,6 +1,8 @@
 package state
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/hashicorp/go-memdb"
@@ -22,11 +24,7 @@ func TestClientAllocsIndexWakesOnServerChangesOfTheNodeOnly(t *testing.T) {
 	}
 	watch := func(nodeID string) (memdb.WatchSet, uint64) {
 		ws := memdb.NewWatchSet()
-		idx, err := w.s.ClientAllocsIndex(ws, nodeID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ws, idx
+		return ws, w.s.ClientAllocsIndex(ws, nodeID)
 	}
 
 	// The client's own report: no wake, same index.
@@ -105,5 +103,100 @@ func TestNodeComputedClassFollowsWrites(t *testing.T) {
 	_, again, _ := s.Node(nil, n.ID)
 	if again.ComputedClass() != got.ComputedClass() {
 		t.Fatalf("a unique attribute changed the class: %q vs %q", again.ComputedClass(), got.ComputedClass())
+	}
+}
+
+// A node's index kept from the commits is the one a walk computes: the
+// highest AllocModifyIndex of its allocations or the index of the last
+// deletion of one (at least 1), through random placements, stops, client
+// reports, desired transitions and collections on three nodes, and after
+// a restore.
+func TestClientAllocsIndexMatchesAWalk(t *testing.T) {
+	w := newPlanWorld(t, nil)
+	nodes := []string{w.node.ID}
+	for i := 2; i <= 3; i++ {
+		n := &Node{ID: planID(i), Name: fmt.Sprintf("n%d", i), Status: NodeStatusReady, SchedulingEligibility: NodeSchedulingEligible,
+			Resources: Resources{CPU: 100000, MemoryMB: 100000}}
+		if err := w.s.NodeRegister(w.next(), n, nil); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n.ID)
+	}
+	w.setStatus(DeploymentStatusSuccessful, DeploymentStatusDescriptionSuccessful)
+	deleted := map[string]uint64{}
+	walk := func(nodeID string) uint64 {
+		_, allocs, err := w.s.Allocs(nil, AllNamespaces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx := max(1, deleted[nodeID])
+		for _, a := range allocs {
+			if a.NodeID == nodeID {
+				idx = max(idx, a.AllocModifyIndex)
+			}
+		}
+		return idx
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func() *Allocation {
+		_, allocs, _ := w.s.Allocs(nil, AllNamespaces)
+		if len(allocs) == 0 {
+			return nil
+		}
+		return allocs[rng.IntN(len(allocs))]
+	}
+	plan := func() *Plan {
+		return &Plan{EvalID: planID(801), Namespace: "default", JobID: "web", JobModifyIndex: w.job.JobModifyIndex, Now: 5}
+	}
+	n := 2000
+	for step := range 400 {
+		a := pick()
+		switch op := rng.IntN(5); {
+		case op == 0 || a == nil:
+			n++
+			p := w.newAlloc("a", n, n, "")
+			p.NodeID = nodes[rng.IntN(len(nodes))]
+			pl := plan()
+			pl.Placements = []*Allocation{p}
+			w.apply(pl, "")
+		case op == 1:
+			pl := plan()
+			pl.Stops = []*AllocStop{{AllocID: a.ID, DesiredDescription: "test"}}
+			w.apply(pl, "")
+		case op == 2:
+			status := []string{AllocClientStatusRunning, AllocClientStatusComplete, AllocClientStatusFailed}[rng.IntN(3)]
+			if err := w.s.AllocsClientUpdate(w.next(), a.NodeID, []*AllocClientUpdate{{ID: a.ID, ClientStatus: status}}, nil, 6); err != nil {
+				t.Fatal(err)
+			}
+		case op == 3:
+			yes := true
+			if err := w.s.AllocsDesiredTransition(w.next(), map[string]DesiredTransition{a.ID: {Migrate: &yes}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			res, err := w.s.GCApply(w.next(), &GCRequest{Params: GCForce, AllocIDs: []string{a.ID}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Allocs == 1 {
+				deleted[a.NodeID] = res.Index
+			}
+		}
+		for _, id := range nodes {
+			if got, want := w.s.ClientAllocsIndex(nil, id), walk(id); got != want {
+				t.Fatalf("step %d: node %s kept index %d, a walk %d", step, id, got, want)
+			}
+		}
+	}
+	if len(deleted) == 0 {
+		t.Fatal("no collection deleted anything: the walk's deletions were not tested")
+	}
+	// A restore knows no deletions: its indexes are the allocations'.
+	w.s = restoreCopy(t, w.s)
+	deleted = map[string]uint64{}
+	for _, id := range nodes {
+		if got, want := w.s.ClientAllocsIndex(nil, id), walk(id); got != want {
+			t.Fatalf("restored: node %s kept index %d, a walk %d", id, got, want)
+		}
 	}
 }
