@@ -111,6 +111,8 @@ type Client struct {
 	// listed: the allocations the servers list for this node, as the
 	// changes read so far tell (reconcile).
 	listed map[string]bool
+	// fullReads counts the reads that answered the whole list.
+	fullReads int
 	// pending status reports by allocation, sent by flush.
 	pending    map[string]*api.AllocClientUpdate
 	flushTimer *time.Timer
@@ -469,6 +471,9 @@ func (c *Client) reconcile(changes *api.ClientAllocChanges) bool {
 	defer c.mu.Unlock()
 	if c.closed {
 		return true
+	}
+	if changes.Full {
+		c.fullReads++
 	}
 	if changes.Full || c.listed == nil {
 		c.listed = make(map[string]bool, len(changes.Allocs))

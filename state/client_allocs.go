@@ -53,7 +53,10 @@ func (s *Store) ClientAllocChanges(nodeID string, since uint64) (*ClientAllocCha
 			txn.Abort()
 			return nil, fmt.Errorf("failed node lookup: %w", err)
 		}
-		out.Full = since == 0 || raw == nil || since < raw.(*Node).CreateIndex
+		// An index from before the node was registered is another node's
+		// (deleted since, with its tombstones), unless it is 1: the index
+		// of a node that never had an allocation, which has nothing to miss.
+		out.Full = since == 0 || raw == nil || (since > 1 && since < raw.(*Node).CreateIndex)
 		out.Full = out.Full || !s.nodeAllocs.answers(nodeID, since)
 		err = clientAllocChangesTxn(txn, nodeID, since, out)
 		txn.Abort()
