@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -163,11 +164,9 @@ func init() {
 			// The list order (deployments_list.go).
 			deploymentsCreateIndex:   {Name: deploymentsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{}},
 			deploymentsNsCreateIndex: {Name: deploymentsNsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{namespace: true}},
-			// The deployments still in progress, for the watcher: finished
-			// ones pile up and need no watching.
-			"active": {Name: "active", Indexer: &memdb.ConditionalIndex{Conditional: func(obj any) (bool, error) {
-				return obj.(*Deployment).Active(), nil
-			}}},
+			// By ModifyIndex, for the watcher: it reads the deployments
+			// changed after what it checked, not every one in progress.
+			deploymentsModifyIndex: {Name: deploymentsModifyIndex, Unique: true, Indexer: deploymentModifyIndexer{}},
 		},
 	}, func() any { return new(Deployment) })
 }
@@ -177,10 +176,52 @@ func (s *Store) Deployment(ws memdb.WatchSet, id string) (uint64, *Deployment, e
 	return getOneOrWatchTable[Deployment](s, ws, deploymentsTable, id)
 }
 
-// ActiveDeployments lists the deployments in progress, by ID; ws fires when
-// any of them changes or one starts or ends.
-func (s *Store) ActiveDeployments(ws memdb.WatchSet) (uint64, []*Deployment, error) {
-	return getByIndex[Deployment](s, ws, deploymentsTable, "active", true)
+// DeploymentsChangedSince lists the deployments whose ModifyIndex is above
+// after, in ModifyIndex order (a deployment deleted since is not named);
+// ws fires when any deployment is written or deleted.
+func (s *Store) DeploymentsChangedSince(ws memdb.WatchSet, after uint64) (uint64, []*Deployment, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	if ws != nil {
+		watchTableIndex(txn, ws, deploymentsTable)
+	}
+	iter, err := txn.LowerBound(deploymentsTable, deploymentsModifyIndex, binary.BigEndian.AppendUint64(nil, after+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed deployment lookup: %w", err)
+	}
+	var out []*Deployment
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		out = append(out, raw.(*Deployment))
+	}
+	return maxIndex(txn, deploymentsTable), out, nil
+}
+
+const deploymentsModifyIndex = "modify"
+
+// deploymentModifyIndexer keys a deployment by its ModifyIndex (big-endian,
+// so that keys sort as the indexes) then its ID. Lookups take one []byte
+// argument, a key or a lower bound.
+type deploymentModifyIndexer struct{}
+
+func (deploymentModifyIndexer) FromObject(obj any) (bool, []byte, error) {
+	d, ok := obj.(*Deployment)
+	if !ok {
+		return false, nil, fmt.Errorf("deployment modify index: %T is not a *Deployment", obj)
+	}
+	key := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(d.ID)+1), d.ModifyIndex)
+	key = append(key, d.ID...)
+	return true, append(key, 0), nil
+}
+
+func (deploymentModifyIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("deployment modify index: want one key argument, got %d", len(args))
+	}
+	key, ok := args[0].([]byte)
+	if !ok {
+		return nil, fmt.Errorf("deployment modify index: argument is %T, want []byte", args[0])
+	}
+	return key, nil
 }
 
 // DeploymentsByJob lists a job's deployments, newest first.
