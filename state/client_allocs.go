@@ -19,7 +19,8 @@ type ClientAlloc struct {
 // ClientAllocChanges is what changed in a node's list of allocations after
 // an index: the list is the node's allocations that have not ended on the
 // client (complete, failed or lost), without the task states the client
-// reported (its own news).
+// reported (its own news) and the scheduler's metrics (what it saw
+// placing them: nothing to run by, and most of an answer's bytes).
 type ClientAllocChanges struct {
 	// Index is the node's index when the read began: the next read asks for
 	// the changes after it.
@@ -114,9 +115,9 @@ func clientAllocChangesTxn(txn *memdb.Txn, nodeID string, since uint64, out *Cli
 			}
 			jobs[k] = job
 		}
-		if a.TaskStates != nil {
+		if a.TaskStates != nil || a.Metrics != nil {
 			c := *a
-			c.TaskStates = nil
+			c.TaskStates, c.Metrics = nil, nil
 			a = &c
 		}
 		ca := &ClientAlloc{Allocation: a}

@@ -50,6 +50,7 @@ func TestClientAllocChanges(t *testing.T) {
 
 	// A placement: it alone comes, whole, without the task states.
 	fresh := w.newAlloc("b", 5, 400, w.dep.ID)
+	fresh.Metrics = &AllocMetric{NodesEvaluated: 1}
 	res := w.apply(&Plan{EvalID: planID(801), Namespace: "default", JobID: "web", JobModifyIndex: w.job.JobModifyIndex,
 		Placements: []*Allocation{fresh}, Now: 5}, "")
 	ch := w.clientChanges(idx)
@@ -58,6 +59,9 @@ func TestClientAllocChanges(t *testing.T) {
 	}
 	if tg := ch.Allocs[0].TaskGroup; tg == nil || tg.Name != "b" {
 		t.Fatalf("the placement's task group: %+v", tg)
+	}
+	if _, stored, _ := w.s.Alloc(nil, fresh.ID); stored.Metrics == nil || ch.Allocs[0].Allocation.Metrics != nil {
+		t.Fatalf("metrics: stored %v, sent %v", stored.Metrics, ch.Allocs[0].Allocation.Metrics)
 	}
 	idx = ch.Index
 

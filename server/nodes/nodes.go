@@ -382,10 +382,10 @@ func (s *Service) AllocsIndexForNode(c Caller, ws memdb.WatchSet, nodeID string)
 // AllocChangesForNode reads, for its client (the node itself only), what
 // changed in the node's list of allocations after index since (0: the
 // whole list): the allocations not ended on the client (complete, failed
-// or lost), each with the task group of its job version and without the
-// task states the client reported (its own news; a node reads its changes
-// whenever the servers make some). An unknown node is not found, so that
-// its client registers again.
+// or lost), each with the task group of its job version, without the
+// task states the client reported (its own news) and the scheduler's
+// metrics. An unknown node is not found, so that its client registers
+// again.
 func (s *Service) AllocChangesForNode(c Caller, nodeID string, since uint64) (*state.ClientAllocChanges, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
