@@ -194,6 +194,12 @@ func init() {
 		Indexes: map[string]*memdb.IndexSchema{
 			"id":   {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
 			"node": {Name: "node", Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
+			// A node's allocations in ModifyIndex order: its client's
+			// changes read follows only what changed.
+			allocsNodeModifyIndex: {Name: allocsNodeModifyIndex, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "NodeID"},
+				&memdb.UintFieldIndex{Field: "ModifyIndex"},
+			}}},
 			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				&memdb.StringFieldIndex{Field: "Namespace"},
 				&memdb.StringFieldIndex{Field: "JobID"},

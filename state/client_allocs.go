@@ -39,101 +39,117 @@ type ClientAllocChanges struct {
 	Count int
 }
 
-// ClientAllocChanges reads what changed in the node's list after index
-// since (0: the whole list) in one pass over the node's allocations, the
-// job version looked up only for those sent. The node's index and the
-// horizon come from the commits (nodeAllocWatch), not from a walk: the
-// index is read before the transaction (so nothing after it is missed), the
-// deletions after it (so none it does not show are missed).
-func (s *Store) ClientAllocChanges(nodeID string, since uint64) (*ClientAllocChanges, error) {
-	for {
-		out := &ClientAllocChanges{Index: s.nodeAllocs.index(nodeID)}
-		txn := s.db.Txn(false)
-		raw, err := txn.First(nodesTable, "id", nodeID)
-		if err != nil {
-			txn.Abort()
-			return nil, fmt.Errorf("failed node lookup: %w", err)
-		}
-		// An index from before the node was registered is another node's
-		// (deleted since, with its tombstones), unless it is 1: the index
-		// of a node that never had an allocation, which has nothing to miss.
-		out.Full = since == 0 || raw == nil || (since > 1 && since < raw.(*Node).CreateIndex)
-		out.Full = out.Full || !s.nodeAllocs.answers(nodeID, since)
-		err = clientAllocChangesTxn(txn, nodeID, since, out)
-		txn.Abort()
-		if err != nil {
-			return nil, err
-		}
-		if out.Full {
-			return out, nil
-		}
-		removed, ok := s.nodeAllocs.removedSince(nodeID, since)
-		if !ok {
-			continue // tombstones dropped meanwhile: read the whole list
-		}
-		out.Removed = append(out.Removed, removed...)
-		return out, nil
-	}
-}
+// allocsNodeModifyIndex orders a node's allocations by ModifyIndex.
+const allocsNodeModifyIndex = "node_modify"
 
-func clientAllocChangesTxn(txn *memdb.Txn, nodeID string, since uint64, out *ClientAllocChanges) error {
-	iter, err := txn.Get(allocsTable, "node", nodeID)
+// ClientAllocChanges reads what changed in the node's list after index
+// since (0: the whole list). An incremental read visits only the node's
+// allocations written after since (their ModifyIndex: a change of the
+// servers moves AllocModifyIndex with it, a client's report ModifyIndex
+// alone), the job version looked up only for those sent; the node's index,
+// count and deletions come from the commits (nodeAllocWatch), read with the
+// transaction under the watch's read lock, so all are of the same commit.
+func (s *Store) ClientAllocChanges(nodeID string, since uint64) (*ClientAllocChanges, error) {
+	w := s.nodeAllocs
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	out := &ClientAllocChanges{Index: w.indexLocked(nodeID)}
+	raw, err := txn.First(nodesTable, "id", nodeID)
 	if err != nil {
-		return fmt.Errorf("failed allocs list: %w", err)
+		return nil, fmt.Errorf("failed node lookup: %w", err)
 	}
-	type key struct {
-		ns, id  string
-		version uint64
+	// An index from before the node was registered is another node's
+	// (deleted since, with its tombstones), unless it is 1: the index of a
+	// node that never had an allocation, which has nothing to miss.
+	out.Full = since == 0 || raw == nil || (since > 1 && since < raw.(*Node).CreateIndex) || !w.answersLocked(nodeID, since)
+	var iter memdb.ResultIterator
+	if out.Full {
+		iter, err = txn.Get(allocsTable, "node", nodeID)
+	} else {
+		iter, err = txn.LowerBound(allocsTable, allocsNodeModifyIndex, nodeID, since+1)
+		out.Removed = w.removedSinceLocked(nodeID, since)
+		out.Count = w.listedLocked(nodeID)
 	}
-	var jobs map[key]*Job
+	if err != nil {
+		return nil, fmt.Errorf("failed allocs list: %w", err)
+	}
+	versions := jobVersionCache{txn: txn}
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
 		a := raw.(*Allocation)
-		if a.ClientTerminalStatus() {
-			// A client's report moves ModifyIndex only: it left the list
-			// then or later.
-			if !out.Full && a.ModifyIndex > since {
+		if a.NodeID != nodeID {
+			break // past the node's allocations (LowerBound)
+		}
+		if !listed(a) {
+			// Ended on the client (its report moved ModifyIndex): it left
+			// the list then or later.
+			if !out.Full {
 				out.Removed = append(out.Removed, a.ID)
 			}
 			continue
 		}
-		out.Count++
-		if !out.Full && a.AllocModifyIndex <= since {
+		if out.Full {
+			out.Count++
+		} else if a.AllocModifyIndex <= since {
 			continue // the client has it as it is
 		}
-		k := key{a.Namespace, a.JobID, a.JobVersion}
-		job, ok := jobs[k]
-		if !ok {
-			raw, err := txn.First(jobVersionsTable, "id", a.Namespace, a.JobID, a.JobVersion)
-			if err != nil {
-				return fmt.Errorf("failed job version lookup: %w", err)
-			}
-			if raw != nil {
-				job = raw.(*Job)
-			}
-			if jobs == nil {
-				jobs = map[key]*Job{}
-			}
-			jobs[k] = job
-		}
-		if a.TaskStates != nil || a.Metrics != nil {
-			c := *a
-			c.TaskStates, c.Metrics = nil, nil
-			a = &c
-		}
-		ca := &ClientAlloc{Allocation: a}
-		if job != nil {
-			if tg := job.LookupTaskGroup(a.TaskGroup); tg != nil {
-				if tg.Update == nil && job.Update != nil {
-					c := *tg
-					c.Update = job.Update
-					tg = &c
-				}
-				ca.TaskGroup = tg
-			}
+		ca, err := versions.clientAlloc(a)
+		if err != nil {
+			return nil, err
 		}
 		out.Allocs = append(out.Allocs, ca)
 	}
-	return nil
+	return out, nil
+}
+
+// jobVersionCache looks up the job versions of the allocations sent, each
+// version once.
+type jobVersionCache struct {
+	txn  *memdb.Txn
+	jobs map[jobVersionKey]*Job
+}
+
+type jobVersionKey struct {
+	ns, id  string
+	version uint64
+}
+
+// clientAlloc is a as its client receives it: with its task group, without
+// the task states it reported and the scheduler's metrics.
+func (c *jobVersionCache) clientAlloc(a *Allocation) (*ClientAlloc, error) {
+	k := jobVersionKey{a.Namespace, a.JobID, a.JobVersion}
+	job, ok := c.jobs[k]
+	if !ok {
+		raw, err := c.txn.First(jobVersionsTable, "id", a.Namespace, a.JobID, a.JobVersion)
+		if err != nil {
+			return nil, fmt.Errorf("failed job version lookup: %w", err)
+		}
+		if raw != nil {
+			job = raw.(*Job)
+		}
+		if c.jobs == nil {
+			c.jobs = map[jobVersionKey]*Job{}
+		}
+		c.jobs[k] = job
+	}
+	if a.TaskStates != nil || a.Metrics != nil {
+		cp := *a
+		cp.TaskStates, cp.Metrics = nil, nil
+		a = &cp
+	}
+	ca := &ClientAlloc{Allocation: a}
+	if job != nil {
+		if tg := job.LookupTaskGroup(a.TaskGroup); tg != nil {
+			if tg.Update == nil && job.Update != nil {
+				cp := *tg
+				cp.Update = job.Update
+				tg = &cp
+			}
+			ca.TaskGroup = tg
+		}
+	}
+	return ca, nil
 }
 
 // NodesIndex and AllocsIndex are the current max indexes of those tables.

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -166,7 +165,7 @@ func init() {
 			deploymentsNsCreateIndex: {Name: deploymentsNsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{namespace: true}},
 			// By ModifyIndex, for the watcher: it reads the deployments
 			// changed after what it checked, not every one in progress.
-			deploymentsModifyIndex: {Name: deploymentsModifyIndex, Unique: true, Indexer: deploymentModifyIndexer{}},
+			deploymentsModifyIndex: {Name: deploymentsModifyIndex, Indexer: &memdb.UintFieldIndex{Field: "ModifyIndex"}},
 		},
 	}, func() any { return new(Deployment) })
 }
@@ -185,7 +184,7 @@ func (s *Store) DeploymentsChangedSince(ws memdb.WatchSet, after uint64) (uint64
 	if ws != nil {
 		watchTableIndex(txn, ws, deploymentsTable)
 	}
-	iter, err := txn.LowerBound(deploymentsTable, deploymentsModifyIndex, binary.BigEndian.AppendUint64(nil, after+1))
+	iter, err := txn.LowerBound(deploymentsTable, deploymentsModifyIndex, after+1)
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed deployment lookup: %w", err)
 	}
@@ -197,32 +196,6 @@ func (s *Store) DeploymentsChangedSince(ws memdb.WatchSet, after uint64) (uint64
 }
 
 const deploymentsModifyIndex = "modify"
-
-// deploymentModifyIndexer keys a deployment by its ModifyIndex (big-endian,
-// so that keys sort as the indexes) then its ID. Lookups take one []byte
-// argument, a key or a lower bound.
-type deploymentModifyIndexer struct{}
-
-func (deploymentModifyIndexer) FromObject(obj any) (bool, []byte, error) {
-	d, ok := obj.(*Deployment)
-	if !ok {
-		return false, nil, fmt.Errorf("deployment modify index: %T is not a *Deployment", obj)
-	}
-	key := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(d.ID)+1), d.ModifyIndex)
-	key = append(key, d.ID...)
-	return true, append(key, 0), nil
-}
-
-func (deploymentModifyIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("deployment modify index: want one key argument, got %d", len(args))
-	}
-	key, ok := args[0].([]byte)
-	if !ok {
-		return nil, fmt.Errorf("deployment modify index: argument is %T, want []byte", args[0])
-	}
-	return key, nil
-}
 
 // DeploymentsByJob lists a job's deployments, newest first.
 func (s *Store) DeploymentsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*Deployment, error) {

@@ -145,8 +145,7 @@ func (s *Store) commitOrch(txn *memdb.Txn, idx uint64) {
 	if err := updateServicesTxn(txn, idx, changes); err != nil {
 		panic(fmt.Sprintf("state: service registration update at index %d: %v", idx, err))
 	}
-	txn.Defer(func() { s.nodeAllocs.notify(txn.Changes(), idx) })
-	txn.Commit()
+	s.nodeAllocs.commit(txn, idx)
 }
 
 // updateSummariesTxn applies Nomad's summary rules to a transaction's

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 
@@ -108,7 +109,8 @@ func TestNodeComputedClassFollowsWrites(t *testing.T) {
 
 // A node's index kept from the commits is the one a walk computes: the
 // highest AllocModifyIndex of its allocations or the index of the last
-// deletion of one (at least 1), through random placements, stops, client
+// deletion of one (at least 1); so is its count of listed allocations, and
+// its changes read after each step adds up to its whole list, through random placements, stops, client
 // reports, desired transitions and collections on three nodes, and after
 // a restore.
 func TestClientAllocsIndexMatchesAWalk(t *testing.T) {
@@ -136,6 +138,69 @@ func TestClientAllocsIndexMatchesAWalk(t *testing.T) {
 			}
 		}
 		return idx
+	}
+	walkListed := func(nodeID string) int {
+		_, allocs, err := w.s.Allocs(nil, AllNamespaces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, a := range allocs {
+			if a.NodeID == nodeID && !a.ClientTerminalStatus() {
+				n++
+			}
+		}
+		return n
+	}
+	// follow reads each node's changes as its client does and checks that
+	// what they add up to is the whole list.
+	held := map[string]map[string]bool{}
+	since := map[string]uint64{}
+	resyncs, revived := 0, 0
+	follow := func(step int, nodeID string) {
+		t.Helper()
+		ch, err := w.s.ClientAllocChanges(nodeID, since[nodeID])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Full != (since[nodeID] == 0) {
+			t.Fatalf("step %d: node %s read from %d: Full %v", step, nodeID, since[nodeID], ch.Full)
+		}
+		if ch.Full || held[nodeID] == nil {
+			held[nodeID] = map[string]bool{}
+		}
+		for _, ca := range ch.Allocs {
+			held[nodeID][ca.Allocation.ID] = true
+		}
+		for _, id := range ch.Removed {
+			delete(held[nodeID], id)
+		}
+		if len(held[nodeID]) != ch.Count {
+			// A client that reports an allocation it said ended as
+			// running again: only its count tells, and the client reads
+			// the whole list.
+			resyncs++
+			full, err := w.s.ClientAllocChanges(nodeID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held[nodeID] = map[string]bool{}
+			for _, ca := range full.Allocs {
+				held[nodeID][ca.Allocation.ID] = true
+			}
+		}
+		all, err := w.s.ClientAllocChanges(nodeID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{}
+		for _, ca := range all.Allocs {
+			want[ca.Allocation.ID] = true
+		}
+		if !maps.Equal(held[nodeID], want) || ch.Count != len(want) || all.Count != len(want) {
+			t.Fatalf("step %d: node %s holds %v (count %d), the list is %v (count %d)", step, nodeID, held[nodeID], ch.Count, want, all.Count)
+		}
+		since[nodeID] = ch.Index
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	pick := func() *Allocation {
@@ -165,6 +230,9 @@ func TestClientAllocsIndexMatchesAWalk(t *testing.T) {
 			w.apply(pl, "")
 		case op == 2:
 			status := []string{AllocClientStatusRunning, AllocClientStatusComplete, AllocClientStatusFailed}[rng.IntN(3)]
+			if a.ClientTerminalStatus() && status == AllocClientStatusRunning {
+				revived++
+			}
 			if err := w.s.AllocsClientUpdate(w.next(), a.NodeID, []*AllocClientUpdate{{ID: a.ID, ClientStatus: status}}, nil, 6); err != nil {
 				t.Fatal(err)
 			}
@@ -186,10 +254,17 @@ func TestClientAllocsIndexMatchesAWalk(t *testing.T) {
 			if got, want := w.s.ClientAllocsIndex(nil, id), walk(id); got != want {
 				t.Fatalf("step %d: node %s kept index %d, a walk %d", step, id, got, want)
 			}
+			if got, want := w.s.ClientAllocChangesCount(id), walkListed(id); got != want {
+				t.Fatalf("step %d: node %s kept count %d, a walk %d", step, id, got, want)
+			}
+			follow(step, id)
 		}
 	}
 	if len(deleted) == 0 {
 		t.Fatal("no collection deleted anything: the walk's deletions were not tested")
+	}
+	if resyncs > revived {
+		t.Fatalf("%d whole reads after a count mismatch, %d allocations reported running after they ended", resyncs, revived)
 	}
 	// A restore knows no deletions: its indexes are the allocations'.
 	w.s = restoreCopy(t, w.s)
@@ -197,6 +272,9 @@ func TestClientAllocsIndexMatchesAWalk(t *testing.T) {
 	for _, id := range nodes {
 		if got, want := w.s.ClientAllocsIndex(nil, id), walk(id); got != want {
 			t.Fatalf("restored: node %s kept index %d, a walk %d", id, got, want)
+		}
+		if got, want := w.s.ClientAllocChangesCount(id), walkListed(id); got != want {
+			t.Fatalf("restored: node %s kept count %d, a walk %d", id, got, want)
 		}
 	}
 }
