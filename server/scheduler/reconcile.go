@@ -157,6 +157,7 @@ func compute(snap State, eval *state.Evaluation, view UsageSource, now time.Time
 		}
 		r.placer = newPlacer(nodes, cluster, ns, jobID)
 	}
+	r.placer.seed = seedOf(eval.ID)
 	r.nodes = nodes.ByID
 	r.pickDeployment(deployments)
 
