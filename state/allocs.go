@@ -291,8 +291,9 @@ func (s *Store) AllocsClientUpdates(idx uint64, nodes []*NodeAllocReports) error
 	defer txn.Abort()
 	touched := false
 	jobs := map[[2]string]bool{} // job → an allocation of it stopped
+	deps := map[string]*Deployment{}
 	for _, n := range nodes {
-		t, err := allocsClientUpdateTxn(txn, idx, n.NodeID, n.Updates, n.Now, jobs)
+		t, err := allocsClientUpdateTxn(txn, idx, n.NodeID, n.Updates, n.Now, jobs, deps)
 		if err != nil {
 			return err
 		}
@@ -329,8 +330,10 @@ func (s *Store) AllocsClientUpdates(idx uint64, nodes []*NodeAllocReports) error
 }
 
 // allocsClientUpdateTxn applies one node's reports in txn, marking in jobs
-// the jobs whose status may change; it says whether it wrote an allocation.
-func allocsClientUpdateTxn(txn *memdb.Txn, idx uint64, nodeID string, updates []*AllocClientUpdate, now int64, jobs map[[2]string]bool) (bool, error) {
+// the jobs whose status may change (deps: the deployments this transaction
+// copied); it says whether it wrote an allocation.
+func allocsClientUpdateTxn(txn *memdb.Txn, idx uint64, nodeID string, updates []*AllocClientUpdate, now int64,
+	jobs map[[2]string]bool, deps map[string]*Deployment) (bool, error) {
 	touched := false
 	for _, u := range updates {
 		raw, err := txn.First(allocsTable, "id", u.ID)
@@ -364,7 +367,7 @@ func allocsClientUpdateTxn(txn *memdb.Txn, idx uint64, nodeID string, updates []
 		a.ModifyIndex = idx
 		a.ModifyTime = now
 		if healthChange != nil {
-			if err := setAllocHealthTxn(txn, idx, a, *healthChange, u.DeploymentStatus.Timestamp, now); err != nil {
+			if err := setAllocHealthTxn(txn, idx, a, *healthChange, u.DeploymentStatus.Timestamp, now, deps); err != nil {
 				return false, err
 			}
 		}
@@ -383,8 +386,11 @@ func allocsClientUpdateTxn(txn *memdb.Txn, idx uint64, nodeID string, updates []
 // setAllocHealthTxn records an allocation's health (a is the copy about to
 // be inserted) and updates its deployment's counters as Nomad does: unset →
 // healthy +1, unset → unhealthy +1, healthy → unhealthy moves one from
-// healthy to unhealthy; unhealthy → healthy changes no counter.
-func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, ts time.Time, now int64) error {
+// healthy to unhealthy; unhealthy → healthy changes no counter. copies
+// (may be nil) holds the deployments txn already copied and inserted: a
+// batch of reports on one deployment copies and inserts it once, then
+// counts into that copy (no indexed field changes).
+func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, ts time.Time, now int64, copies map[string]*Deployment) error {
 	if a.DeploymentStatus == nil {
 		a.DeploymentStatus = &AllocDeploymentStatus{}
 	}
@@ -401,14 +407,18 @@ func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, 
 	if a.DeploymentID == "" {
 		return nil
 	}
-	raw, err := txn.First(deploymentsTable, "id", a.DeploymentID)
-	if err != nil {
-		return fmt.Errorf("failed deployment lookup: %w", err)
+	d := copies[a.DeploymentID]
+	copied := d != nil
+	if !copied {
+		raw, err := txn.First(deploymentsTable, "id", a.DeploymentID)
+		if err != nil {
+			return fmt.Errorf("failed deployment lookup: %w", err)
+		}
+		if raw == nil {
+			return nil
+		}
+		d = raw.(*Deployment).Copy()
 	}
-	if raw == nil {
-		return nil
-	}
-	d := raw.(*Deployment).Copy()
 	st := d.TaskGroups[a.TaskGroup]
 	if st == nil {
 		return nil
@@ -430,8 +440,14 @@ func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, 
 	}
 	d.ModifyIndex = idx
 	d.ModifyTime = now
+	if copied {
+		return nil // inserted by this transaction already
+	}
 	if err := txn.Insert(deploymentsTable, d); err != nil {
 		return fmt.Errorf("failed updating deployment: %w", err)
+	}
+	if copies != nil {
+		copies[d.ID] = d
 	}
 	return setIndex(txn, deploymentsTable, idx)
 }
