@@ -119,6 +119,7 @@ func main() {
 	// 1. Placements: jobs × count allocations at once.
 	start := time.Now()
 	cpuStart := cpuNow()
+	indexStart := a.State().AllocsIndex()
 	for j := 0; j < *jobs; j++ {
 		register(base, fmt.Sprintf("place-%d", j), *count, 1, 0)
 	}
@@ -128,6 +129,7 @@ func main() {
 	cpu := cpuNow().since(cpuStart)
 	fmt.Printf("placements:  %d allocations (%d jobs × %d) placed in %s: %.0f placements/s\n",
 		total, *jobs, *count, placeTime.Round(time.Millisecond), float64(total)/placeTime.Seconds())
+	fmt.Printf("             Raft log: %d entries (the index of the allocations' last write moved by that many)\n", a.State().AllocsIndex()-indexStart)
 	fmt.Printf("             CPU: this process %.1f s (%.0f µs per placement), the nodes' process %.1f s (%.0f µs per placement)\n",
 		cpu.self.Seconds(), float64(cpu.self.Microseconds())/float64(max(total, 1)),
 		cpu.children.Seconds(), float64(cpu.children.Microseconds())/float64(max(total, 1)))

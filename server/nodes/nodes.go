@@ -284,18 +284,16 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 			return 0, err
 		}
 	}
-	if err := checkOwnReports(store, nodeID, updates); err != nil {
+	allocs, err := checkOwnReports(store, nodeID, updates)
+	if err != nil {
 		return 0, err
 	}
 	now := s.deps.Now()
 	keep := make([]*state.AllocClientUpdate, 0, len(updates))
 	jobs := map[[2]string]bool{}
 	var evals []*state.Evaluation
-	for _, u := range updates {
-		_, a, err := store.Alloc(nil, u.ID)
-		if err != nil {
-			return 0, err
-		}
+	for i, u := range updates {
+		a := allocs[i]
 		if a == nil {
 			continue
 		}
