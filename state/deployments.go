@@ -503,7 +503,7 @@ func (s *Store) DeploymentAllocHealth(idx uint64, req *DeploymentAllocHealthRequ
 				return errorf(ErrInvalid, "alloc %q is not part of deployment %q", id, d.ID)
 			}
 			c := a.Copy()
-			if err := setAllocHealthTxn(txn, idx, c, healthy, req.Timestamp, req.Now); err != nil {
+			if err := setAllocHealthTxn(txn, idx, c, healthy, req.Timestamp, req.Now, nil); err != nil {
 				return err
 			}
 			if err := txn.Insert(allocsTable, c); err != nil {

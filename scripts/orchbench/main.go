@@ -119,14 +119,21 @@ func main() {
 	heapBefore := heap()
 	// 1. Placements: jobs × count allocations at once.
 	start := time.Now()
+	cpuStart := cpuNow()
+	indexStart := a.State().AllocsIndex()
 	for j := 0; j < *jobs; j++ {
 		register(base, fmt.Sprintf("place-%d", j), *count, 1, 0)
 	}
 	total := *jobs * *count
-	waitFor("placements", 30*time.Minute, func() bool { return liveAllocs(a) >= total })
+	waitFor("placements", 30*time.Minute, func() bool { return placedAllocs(a, "place-", *jobs) >= total })
 	placeTime := time.Since(start)
+	cpu := cpuNow().since(cpuStart)
 	fmt.Printf("placements:  %d allocations (%d jobs × %d) placed in %s: %.0f placements/s\n",
 		total, *jobs, *count, placeTime.Round(time.Millisecond), float64(total)/placeTime.Seconds())
+	fmt.Printf("             Raft log: %d entries (the index of the allocations' last write moved by that many)\n", a.State().AllocsIndex()-indexStart)
+	fmt.Printf("             CPU: this process %.1f s (%.0f µs per placement), the nodes' process %.1f s (%.0f µs per placement)\n",
+		cpu.self.Seconds(), float64(cpu.self.Microseconds())/float64(max(total, 1)),
+		cpu.children.Seconds(), float64(cpu.children.Microseconds())/float64(max(total, 1)))
 	waitFor("placement deployments successful", 30*time.Minute, func() bool { return successful(a, "place-") >= *jobs })
 	fmt.Printf("             all %d deployments successful %s after the first register\n", *jobs, time.Since(start).Round(time.Millisecond))
 	heapAfter := heap()
@@ -292,12 +299,19 @@ func readyNodes(a *agent.Agent) int {
 	return n
 }
 
-func liveAllocs(a *agent.Agent) int {
-	_, allocs, _ := a.State().Allocs(memdb.NewWatchSet(), state.AllNamespaces)
+// placedAllocs counts the live allocations of jobs prefix0..prefix<jobs-1>
+// from their summaries (pending or running on the client): 100 reads, not
+// a scan of every allocation per poll, which cost the server's process 11%
+// of its CPU while 100,000 were placed.
+func placedAllocs(a *agent.Agent, prefix string, jobs int) int {
 	n := 0
-	for _, al := range allocs {
-		if !al.TerminalStatus() {
-			n++
+	for j := range jobs {
+		_, s, _ := a.State().JobSummary(nil, "default", fmt.Sprint(prefix, j))
+		if s == nil {
+			continue
+		}
+		for _, g := range s.Summary {
+			n += g.Starting + g.Running
 		}
 	}
 	return n

@@ -38,6 +38,9 @@ type Service struct {
 	grace    time.Duration
 	maxNodes int
 
+	// reports group-commits the nodes' allocation reports.
+	reports reportBatcher
+
 	mu sync.Mutex
 	// hb is the heartbeat tracker while this server leads, else nil.
 	hb *heartbeats
@@ -54,7 +57,8 @@ func New(deps svc.Deps, cfg Config) *Service {
 	if cfg.MaxNodes <= 0 {
 		cfg.MaxNodes = DefaultMaxNodes
 	}
-	return &Service{deps: deps, ttl: cfg.HeartbeatTTL, grace: cfg.Grace, maxNodes: cfg.MaxNodes}
+	return &Service{deps: deps, ttl: cfg.HeartbeatTTL, grace: cfg.Grace, maxNodes: cfg.MaxNodes,
+		reports: reportBatcher{raft: deps.Raft}}
 }
 
 // HeartbeatTTL is the TTL the service answers.
@@ -259,12 +263,14 @@ func validUpdate(i int, u *state.AllocClientUpdate) error {
 	return nil
 }
 
-// UpdateAllocs applies a batch of a node's allocation reports in one Raft
-// entry, with a pending alloc-failure evaluation for every job one of whose
-// allocations newly failed (or ended while still meant to run), so that the
-// scheduler replaces it. Reports about allocations that are gone or on
-// another node refuse the whole report (only the node itself reports, on
-// its own allocations). It answers the index of the write.
+// UpdateAllocs applies a batch of a node's allocation reports, with a
+// pending alloc-failure evaluation for every job one of whose allocations
+// newly failed (or ended while still meant to run), so that the scheduler
+// replaces it. Reports about allocations that are gone or on another node
+// refuse the whole report (only the node itself reports, on its own
+// allocations): all is checked before the reports join the Raft entry the
+// reports of other nodes share (reportBatcher). It answers the index of
+// that entry.
 func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocClientUpdate) (uint64, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
@@ -278,18 +284,16 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 			return 0, err
 		}
 	}
-	if err := checkOwnReports(store, nodeID, updates); err != nil {
+	allocs, err := checkOwnReports(store, nodeID, updates)
+	if err != nil {
 		return 0, err
 	}
 	now := s.deps.Now()
 	keep := make([]*state.AllocClientUpdate, 0, len(updates))
 	jobs := map[[2]string]bool{}
 	var evals []*state.Evaluation
-	for _, u := range updates {
-		_, a, err := store.Alloc(nil, u.ID)
-		if err != nil {
-			return 0, err
-		}
+	for i, u := range updates {
+		a := allocs[i]
 		if a == nil {
 			continue
 		}
@@ -315,26 +319,7 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 	if len(keep) == 0 {
 		return store.AllocsIndex(), nil
 	}
-	req := &fsm.AllocClientUpdateRequest{NodeID: nodeID, Updates: keep, Evals: evals, Now: now.UnixNano()}
-	if _, err := fsm.Apply(s.deps.Raft, fsm.AllocClientUpdate, req); err != nil {
-		return 0, err
-	}
-	return s.writeIndex(evals, keep[0].ID), nil
-}
-
-// writeIndex finds the index of the write just made: an evaluation it
-// created has it exactly; else an allocation it updated (or a later write).
-func (s *Service) writeIndex(evals []*state.Evaluation, allocID string) uint64 {
-	store := s.deps.State()
-	if len(evals) > 0 {
-		if _, e, err := store.Eval(nil, evals[0].ID); err == nil && e != nil {
-			return e.CreateIndex
-		}
-	}
-	if _, a, err := store.Alloc(nil, allocID); err == nil && a != nil {
-		return a.ModifyIndex
-	}
-	return store.AllocsIndex()
+	return s.reports.write(&state.NodeAllocReports{NodeID: nodeID, Updates: keep, Evals: evals, Now: now.UnixNano()})
 }
 
 // needsReplacement says whether a report newly ends an allocation the
