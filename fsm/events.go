@@ -41,6 +41,7 @@ var eventTypes = map[MessageType]state.EventTypes{
 	PlanApplyType:              {stream.TopicAllocation: stream.TypePlanResult, stream.TopicJob: stream.TypePlanResult},
 	PlanApplyEvalsType:         {stream.TopicAllocation: stream.TypePlanResult, stream.TopicJob: stream.TypePlanResult},
 	AllocClientUpdateType:      {stream.TopicJob: stream.TypeAllocationUpdated},
+	AllocClientUpdatesType:     {stream.TopicJob: stream.TypeAllocationUpdated},
 	DeploymentPromoteType:      {stream.TopicDeployment: stream.TypeDeploymentPromotion, stream.TopicAllocation: stream.TypeDeploymentPromotion},
 	DeploymentAllocHealthType:  {stream.TopicDeployment: stream.TypeDeploymentAllocHealth, stream.TopicAllocation: stream.TypeDeploymentAllocHealth},
 	AllocDesiredTransitionType: {stream.TopicAllocation: stream.TypeAllocationUpdateDesiredStatus},

@@ -23,6 +23,9 @@ const (
 	// PlanApplyEvalsType: a plan with its evaluation's outcome (80–89 are
 	// this branch's).
 	PlanApplyEvalsType MessageType = 80
+	// AllocClientUpdatesType: the reports of many nodes, group-committed
+	// by the server that accepted them (90–99 are branch placements').
+	AllocClientUpdatesType MessageType = 90
 )
 
 // Done is the answer of a write that has nothing to report but its success.
@@ -109,6 +112,13 @@ type AllocClientUpdateRequest struct {
 	Now     int64
 }
 
+// AllocClientUpdatesRequest is the reports of many nodes, each checked
+// (the node's own allocations, valid values) by the server that accepted
+// it, applied in one transaction.
+type AllocClientUpdatesRequest struct {
+	Nodes []*state.NodeAllocReports
+}
+
 // GCRequest is one batch of a garbage collection: candidates and the
 // cutoffs they were chosen by.
 type GCRequest struct {
@@ -163,5 +173,8 @@ var (
 	})
 	AllocClientUpdate = define(AllocClientUpdateType, "alloc client update", func(s *state.Store, idx uint64, r *AllocClientUpdateRequest) (Done, error) {
 		return Done{}, s.AllocsClientUpdate(idx, r.NodeID, r.Updates, r.Evals, r.Now)
+	})
+	AllocClientUpdates = define(AllocClientUpdatesType, "alloc client updates", func(s *state.Store, idx uint64, r *AllocClientUpdatesRequest) (Indexed, error) {
+		return Indexed{Index: idx}, s.AllocsClientUpdates(idx, r.Nodes)
 	})
 )

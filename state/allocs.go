@@ -194,6 +194,12 @@ func init() {
 		Indexes: map[string]*memdb.IndexSchema{
 			"id":   {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
 			"node": {Name: "node", Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
+			// A node's allocations in ModifyIndex order: its client's
+			// changes read follows only what changed.
+			allocsNodeModifyIndex: {Name: allocsNodeModifyIndex, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "NodeID"},
+				&memdb.UintFieldIndex{Field: "ModifyIndex"},
+			}}},
 			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				&memdb.StringFieldIndex{Field: "Namespace"},
 				&memdb.StringFieldIndex{Field: "JobID"},
@@ -264,20 +270,81 @@ type AllocClientUpdate struct {
 	CheckResults map[string]*CheckResult
 }
 
+// NodeAllocReports is one node's reports, checked by the server that
+// accepted them, with the evaluations they cause and the time they were
+// accepted at.
+type NodeAllocReports struct {
+	NodeID  string
+	Updates []*AllocClientUpdate
+	Evals   []*Evaluation
+	Now     int64
+}
+
 // AllocsClientUpdate applies a batch of client reports at idx, with the
 // evaluations they cause (e.g. replacements of failed allocations), and
 // counts newly reported health into each allocation's deployment. Updates
 // for allocations that no longer exist, or that belong to another node, are
 // skipped: the client learns it on its next read.
 func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocClientUpdate, evals []*Evaluation, now int64) error {
+	return s.AllocsClientUpdates(idx, []*NodeAllocReports{{NodeID: nodeID, Updates: updates, Evals: evals, Now: now}})
+}
+
+// AllocsClientUpdates applies the reports of many nodes at idx in one
+// transaction (the servers' group commit of client reports), each node's
+// as AllocsClientUpdate does.
+func (s *Store) AllocsClientUpdates(idx uint64, nodes []*NodeAllocReports) error {
 	txn := s.orchTxn()
 	defer txn.Abort()
 	touched := false
 	jobs := map[[2]string]bool{} // job → an allocation of it stopped
+	deps := map[string]*Deployment{}
+	for _, n := range nodes {
+		t, err := allocsClientUpdateTxn(txn, idx, n.NodeID, n.Updates, n.Now, jobs, deps)
+		if err != nil {
+			return err
+		}
+		touched = touched || t
+	}
+	if touched {
+		if err := setIndex(txn, allocsTable, idx); err != nil {
+			return err
+		}
+	}
+	for _, n := range nodes {
+		for _, e := range n.Evals {
+			if err := upsertEvalTxn(txn, idx, e); err != nil {
+				return err
+			}
+		}
+	}
+	for k, stopped := range jobs {
+		if !stopped {
+			raw, err := txn.First(jobsTable, "id", k[0], k[1])
+			if err != nil {
+				return fmt.Errorf("failed job lookup: %w", err)
+			}
+			if raw != nil && raw.(*Job).Status == JobStatusRunning {
+				continue // running, and nothing of it stopped: it stays running
+			}
+		}
+		if err := refreshJobStatusTxn(txn, idx, k[0], k[1]); err != nil {
+			return err
+		}
+	}
+	s.commitOrch(txn, idx)
+	return nil
+}
+
+// allocsClientUpdateTxn applies one node's reports in txn, marking in jobs
+// the jobs whose status may change (deps: the deployments this transaction
+// copied); it says whether it wrote an allocation.
+func allocsClientUpdateTxn(txn *memdb.Txn, idx uint64, nodeID string, updates []*AllocClientUpdate, now int64,
+	jobs map[[2]string]bool, deps map[string]*Deployment) (bool, error) {
+	touched := false
 	for _, u := range updates {
 		raw, err := txn.First(allocsTable, "id", u.ID)
 		if err != nil {
-			return fmt.Errorf("failed allocation lookup: %w", err)
+			return false, fmt.Errorf("failed allocation lookup: %w", err)
 		}
 		if raw == nil || (nodeID != "" && raw.(*Allocation).NodeID != nodeID) {
 			continue
@@ -306,12 +373,12 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 		a.ModifyIndex = idx
 		a.ModifyTime = now
 		if healthChange != nil {
-			if err := setAllocHealthTxn(txn, idx, a, *healthChange, u.DeploymentStatus.Timestamp, now); err != nil {
-				return err
+			if err := setAllocHealthTxn(txn, idx, a, *healthChange, u.DeploymentStatus.Timestamp, now, deps); err != nil {
+				return false, err
 			}
 		}
 		if err := txn.Insert(allocsTable, a); err != nil {
-			return fmt.Errorf("failed updating allocation: %w", err)
+			return false, fmt.Errorf("failed updating allocation: %w", err)
 		}
 		// Refreshing the job's status walks all of its allocations, too
 		// much for every report: it can only change when an allocation
@@ -319,39 +386,17 @@ func (s *Store) AllocsClientUpdate(idx uint64, nodeID string, updates []*AllocCl
 		jobs[[2]string{a.Namespace, a.JobID}] = jobs[[2]string{a.Namespace, a.JobID}] || (wasLive && a.TerminalStatus())
 		touched = true
 	}
-	if touched {
-		if err := setIndex(txn, allocsTable, idx); err != nil {
-			return err
-		}
-	}
-	for _, e := range evals {
-		if err := upsertEvalTxn(txn, idx, e); err != nil {
-			return err
-		}
-	}
-	for k, stopped := range jobs {
-		if !stopped {
-			raw, err := txn.First(jobsTable, "id", k[0], k[1])
-			if err != nil {
-				return fmt.Errorf("failed job lookup: %w", err)
-			}
-			if raw != nil && raw.(*Job).Status == JobStatusRunning {
-				continue // running, and nothing of it stopped: it stays running
-			}
-		}
-		if err := refreshJobStatusTxn(txn, idx, k[0], k[1]); err != nil {
-			return err
-		}
-	}
-	commitOrch(txn, idx)
-	return nil
+	return touched, nil
 }
 
 // setAllocHealthTxn records an allocation's health (a is the copy about to
 // be inserted) and updates its deployment's counters as Nomad does: unset →
 // healthy +1, unset → unhealthy +1, healthy → unhealthy moves one from
-// healthy to unhealthy; unhealthy → healthy changes no counter.
-func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, ts time.Time, now int64) error {
+// healthy to unhealthy; unhealthy → healthy changes no counter. copies
+// (may be nil) holds the deployments txn already copied and inserted: a
+// batch of reports on one deployment copies and inserts it once, then
+// counts into that copy (no indexed field changes).
+func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, ts time.Time, now int64, copies map[string]*Deployment) error {
 	if a.DeploymentStatus == nil {
 		a.DeploymentStatus = &AllocDeploymentStatus{}
 	}
@@ -368,14 +413,18 @@ func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, 
 	if a.DeploymentID == "" {
 		return nil
 	}
-	raw, err := txn.First(deploymentsTable, "id", a.DeploymentID)
-	if err != nil {
-		return fmt.Errorf("failed deployment lookup: %w", err)
+	d := copies[a.DeploymentID]
+	copied := d != nil
+	if !copied {
+		raw, err := txn.First(deploymentsTable, "id", a.DeploymentID)
+		if err != nil {
+			return fmt.Errorf("failed deployment lookup: %w", err)
+		}
+		if raw == nil {
+			return nil
+		}
+		d = raw.(*Deployment).Copy()
 	}
-	if raw == nil {
-		return nil
-	}
-	d := raw.(*Deployment).Copy()
 	st := d.TaskGroups[a.TaskGroup]
 	if st == nil {
 		return nil
@@ -397,15 +446,23 @@ func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, 
 	}
 	d.ModifyIndex = idx
 	d.ModifyTime = now
+	if copied {
+		return nil // inserted by this transaction already
+	}
 	if err := txn.Insert(deploymentsTable, d); err != nil {
 		return fmt.Errorf("failed updating deployment: %w", err)
+	}
+	if copies != nil {
+		copies[d.ID] = d
 	}
 	return setIndex(txn, deploymentsTable, idx)
 }
 
 // refreshJobStatusTxn sets a job's status from its allocations as Nomad
 // does: dead when stopped and nothing runs, running when something runs or
-// is placed, pending otherwise.
+// is placed, pending otherwise. It reads until the answer is known: the
+// first live allocation (most writes), else the first waiting evaluation,
+// not every allocation and evaluation of the job.
 func refreshJobStatusTxn(txn *memdb.Txn, idx uint64, ns, jobID string) error {
 	raw, err := txn.First(jobsTable, "id", ns, jobID)
 	if err != nil {
@@ -415,42 +472,44 @@ func refreshJobStatusTxn(txn *memdb.Txn, idx uint64, ns, jobID string) error {
 		return nil
 	}
 	job := raw.(*Job)
-	allocs, err := listTxn[Allocation](txn, nil, allocsTable, "job", ns, jobID)
-	if err != nil {
-		return err
-	}
-	live := false
-	for _, a := range allocs {
-		if !a.TerminalStatus() {
-			live = true
-			break
-		}
-	}
-	evals, err := listTxn[Evaluation](txn, nil, evalsTable, "job", ns, jobID)
-	if err != nil {
-		return err
-	}
-	waiting := false
-	for _, e := range evals {
-		if !e.Terminal() {
-			waiting = true
-			break
-		}
-	}
 	// Nomad's getJobStatus: running while an allocation is not terminal,
 	// pending while an evaluation is (a delayed reschedule, a blocked
 	// placement), dead once it had either and both are over. A stopped
 	// job is dead as soon as nothing runs.
+	live, anyAlloc, err := firstTxn(txn, allocsTable, "job", ns, jobID, func(a *Allocation) bool { return !a.TerminalStatus() })
+	if err != nil {
+		return err
+	}
 	status := JobStatusPending
 	switch {
 	case live:
 		status = JobStatusRunning
 	case job.Stop:
 		status = JobStatusDead
-	case waiting:
-		status = JobStatusPending
-	case len(allocs) > 0 || len(evals) > 0:
-		status = JobStatusDead
+	default:
+		waiting, anyEval, err := firstTxn(txn, evalsTable, "job", ns, jobID, func(e *Evaluation) bool { return !e.Terminal() })
+		if err != nil {
+			return err
+		}
+		if !waiting && (anyAlloc || anyEval) {
+			status = JobStatusDead
+		}
 	}
 	return setJobStatusTxn(txn, idx, ns, jobID, status)
+}
+
+// firstTxn walks a job's rows of table until match accepts one: found says
+// whether one did, seen whether the job has a row at all.
+func firstTxn[T any](txn *memdb.Txn, table, index, ns, jobID string, match func(*T) bool) (found, seen bool, err error) {
+	iter, err := txn.Get(table, index, ns, jobID)
+	if err != nil {
+		return false, false, fmt.Errorf("failed %s lookup: %w", table, err)
+	}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		seen = true
+		if match(raw.(*T)) {
+			return true, true, nil
+		}
+	}
+	return false, seen, nil
 }

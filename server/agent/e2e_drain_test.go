@@ -49,15 +49,17 @@ func runningOn(all []*state.Allocation, node string) (running, onNode int) {
 	return running, onNode
 }
 
-// A drain of the node running a count-3 group (migrate MaxParallel 1) on a
-// dev agent of three nodes: its allocations move one at a time (each
-// replacement in a plan of its own), the group never has fewer than
-// Count - MaxParallel = 2 allocations running, and the drain completes
+// A drain of a node running part of a count-6 group (migrate MaxParallel
+// 1) on a dev agent of three nodes (two on each: the job's anti-affinity
+// spreads them): its allocations move one at a time (each replacement in
+// a plan of its own), the group never has fewer than Count - MaxParallel
+// = 5 allocations running, and the drain completes
 // (LastDrain complete, Drain false, the node still ineligible until made
 // eligible again).
 func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 	ts := devAgent(t, servertest.DevNodes(3))
-	register(t, ts, jobSpec{count: 3, update: update(nil),
+	const count = 6
+	register(t, ts, jobSpec{count: count, update: update(nil),
 		group: map[string]any{"Migrate": map[string]any{"MaxParallel": 1, "HealthCheck": "task_states", "MinHealthyTime": int64(50 * time.Millisecond)}}})
 	waitDeployment(t, ts, 0, "successful", status(state.DeploymentStatusSuccessful))
 	before := allocs(t, ts)
@@ -80,7 +82,7 @@ func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	monitor := nomadAPI(t, ts).Nodes().MonitorDrain(ctx, node, resp.NodeModifyIndex, false)
-	floor := 3 - 1
+	floor := count - 1
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		all := allocs(t, ts)
@@ -89,7 +91,7 @@ func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 			t.Fatalf("only %d allocations running during the drain, want at least %d: %+v", running, floor, all)
 		}
 		n := drainedNode(t, ts, node)
-		if onNode == 0 && n.LastDrain != nil && n.LastDrain.Status == state.DrainStatusComplete && running == 3 {
+		if onNode == 0 && n.LastDrain != nil && n.LastDrain.Status == state.DrainStatusComplete && running == count {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -80,33 +80,36 @@ func (s *Service) checkNodeCount(store *state.Store) error {
 // checkOwnReports refuses a report that names an allocation placed on
 // another node, and client-reported health of a group whose health is set
 // by hand (health_check = "manual"), as the allocation-health endpoint's
-// rule read the other way round.
-func checkOwnReports(store *state.Store, nodeID string, updates []*state.AllocClientUpdate) error {
-	for _, u := range updates {
+// rule read the other way round. It answers the allocations reported on,
+// as stored (nil: gone).
+func checkOwnReports(store *state.Store, nodeID string, updates []*state.AllocClientUpdate) ([]*state.Allocation, error) {
+	allocs := make([]*state.Allocation, len(updates))
+	for i, u := range updates {
 		_, a, err := store.Alloc(nil, u.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if a == nil {
-			continue // gone (collected): dropped below
+			continue // gone (collected): dropped
 		}
 		if a.NodeID != nodeID {
-			return forbidden("Permission denied: allocation %s is not placed on node %s; the report was refused as a whole", u.ID, nodeID)
+			return nil, forbidden("Permission denied: allocation %s is not placed on node %s; the report was refused as a whole", u.ID, nodeID)
 		}
+		allocs[i] = a
 		if u.DeploymentStatus == nil || u.DeploymentStatus.Healthy == nil {
 			continue
 		}
 		_, job, err := store.JobVersion(nil, a.Namespace, a.JobID, a.JobVersion)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if hc := healthCheck(job, a.TaskGroup); hc == state.UpdateHealthManual {
-			return &state.Error{Code: state.ErrConflict, Msg: fmt.Sprintf(
+			return nil, &state.Error{Code: state.ErrConflict, Msg: fmt.Sprintf(
 				"Task group %q of alloc %q uses health_check = %q: allocation health can only be set by hand (deployment allocation-health), not reported by its client",
 				a.TaskGroup, a.ID, hc)}
 		}
 	}
-	return nil
+	return allocs, nil
 }
 
 // healthCheck is the group's health_check (its update block's, else the

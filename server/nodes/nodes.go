@@ -38,6 +38,9 @@ type Service struct {
 	grace    time.Duration
 	maxNodes int
 
+	// reports group-commits the nodes' allocation reports.
+	reports reportBatcher
+
 	mu sync.Mutex
 	// hb is the heartbeat tracker while this server leads, else nil.
 	hb *heartbeats
@@ -54,7 +57,8 @@ func New(deps svc.Deps, cfg Config) *Service {
 	if cfg.MaxNodes <= 0 {
 		cfg.MaxNodes = DefaultMaxNodes
 	}
-	return &Service{deps: deps, ttl: cfg.HeartbeatTTL, grace: cfg.Grace, maxNodes: cfg.MaxNodes}
+	return &Service{deps: deps, ttl: cfg.HeartbeatTTL, grace: cfg.Grace, maxNodes: cfg.MaxNodes,
+		reports: reportBatcher{raft: deps.Raft}}
 }
 
 // HeartbeatTTL is the TTL the service answers.
@@ -259,12 +263,14 @@ func validUpdate(i int, u *state.AllocClientUpdate) error {
 	return nil
 }
 
-// UpdateAllocs applies a batch of a node's allocation reports in one Raft
-// entry, with a pending alloc-failure evaluation for every job one of whose
-// allocations newly failed (or ended while still meant to run), so that the
-// scheduler replaces it. Reports about allocations that are gone or on
-// another node refuse the whole report (only the node itself reports, on
-// its own allocations). It answers the index of the write.
+// UpdateAllocs applies a batch of a node's allocation reports, with a
+// pending alloc-failure evaluation for every job one of whose allocations
+// newly failed (or ended while still meant to run), so that the scheduler
+// replaces it. Reports about allocations that are gone or on another node
+// refuse the whole report (only the node itself reports, on its own
+// allocations): all is checked before the reports join the Raft entry the
+// reports of other nodes share (reportBatcher). It answers the index of
+// that entry.
 func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocClientUpdate) (uint64, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
@@ -278,18 +284,16 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 			return 0, err
 		}
 	}
-	if err := checkOwnReports(store, nodeID, updates); err != nil {
+	allocs, err := checkOwnReports(store, nodeID, updates)
+	if err != nil {
 		return 0, err
 	}
 	now := s.deps.Now()
 	keep := make([]*state.AllocClientUpdate, 0, len(updates))
 	jobs := map[[2]string]bool{}
 	var evals []*state.Evaluation
-	for _, u := range updates {
-		_, a, err := store.Alloc(nil, u.ID)
-		if err != nil {
-			return 0, err
-		}
+	for i, u := range updates {
+		a := allocs[i]
 		if a == nil {
 			continue
 		}
@@ -315,26 +319,7 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 	if len(keep) == 0 {
 		return store.AllocsIndex(), nil
 	}
-	req := &fsm.AllocClientUpdateRequest{NodeID: nodeID, Updates: keep, Evals: evals, Now: now.UnixNano()}
-	if _, err := fsm.Apply(s.deps.Raft, fsm.AllocClientUpdate, req); err != nil {
-		return 0, err
-	}
-	return s.writeIndex(evals, keep[0].ID), nil
-}
-
-// writeIndex finds the index of the write just made: an evaluation it
-// created has it exactly; else an allocation it updated (or a later write).
-func (s *Service) writeIndex(evals []*state.Evaluation, allocID string) uint64 {
-	store := s.deps.State()
-	if len(evals) > 0 {
-		if _, e, err := store.Eval(nil, evals[0].ID); err == nil && e != nil {
-			return e.CreateIndex
-		}
-	}
-	if _, a, err := store.Alloc(nil, allocID); err == nil && a != nil {
-		return a.ModifyIndex
-	}
-	return store.AllocsIndex()
+	return s.reports.write(&state.NodeAllocReports{NodeID: nodeID, Updates: keep, Evals: evals, Now: now.UnixNano()})
 }
 
 // needsReplacement says whether a report newly ends an allocation the
@@ -369,45 +354,27 @@ func newEval(job *state.Job, trigger, nodeID string, now time.Time) *state.Evalu
 	}
 }
 
-// AllocsIndexForNode is the index AllocsForNode would report, without
-// building the list: a node's blocking read waits on it.
+// AllocsIndexForNode is the node's index that AllocChangesForNode reports,
+// without reading the list: a node's blocking read waits on it.
 func (s *Service) AllocsIndexForNode(c Caller, ws memdb.WatchSet, nodeID string) (uint64, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
 		return 0, err
 	}
-	return store.ClientAllocsIndex(ws, nodeID)
+	return store.ClientAllocsIndex(ws, nodeID), nil
 }
 
-// AllocsForNode lists a node's allocations that have not ended on the
-// client (complete, failed or lost), each with the task group of its job
-// version, for its client (the node itself only). An unknown node is not
-// found, so that its client registers again. The allocations whose
-// AllocModifyIndex is at most since (the client has them: 0, none) come as
-// stored, without their task group, for the caller to send as stubs.
-func (s *Service) AllocsForNode(c Caller, ws memdb.WatchSet, nodeID string, since uint64) (uint64, []*state.ClientAlloc, error) {
+// AllocChangesForNode reads, for its client (the node itself only), what
+// changed in the node's list of allocations after index since (0: the
+// whole list): the allocations not ended on the client (complete, failed
+// or lost), each with the task group of its job version, without the
+// task states the client reported (its own news) and the scheduler's
+// metrics. An unknown node is not found, so that its client registers
+// again.
+func (s *Service) AllocChangesForNode(c Caller, nodeID string, since uint64) (*state.ClientAllocChanges, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	idx, all, err := store.ClientAllocs(ws, nodeID, since)
-	if err != nil {
-		return 0, nil, err
-	}
-	// What ended on the client is the client's own news, and so are the
-	// task states it reported: leaving them out keeps the answers small
-	// (a node reads its list again whenever the servers change it).
-	out := all[:0]
-	for _, ca := range all {
-		if ca.Allocation.ClientTerminalStatus() {
-			continue
-		}
-		if ca.Allocation.TaskStates != nil && ca.Allocation.AllocModifyIndex > since {
-			a := *ca.Allocation
-			a.TaskStates = nil
-			ca = &state.ClientAlloc{Allocation: &a, TaskGroup: ca.TaskGroup}
-		}
-		out = append(out, ca)
-	}
-	return idx, out, nil
+	return store.ClientAllocChanges(nodeID, since)
 }

@@ -46,6 +46,10 @@ type groupStatic struct {
 	available    map[string]int
 	first, later tally
 	used         bool
+	// order is the evaluation's shuffled order of feasible (made at the
+	// first limited placement); next is where the next placement starts.
+	order []int
+	next  int
 }
 
 // tally is a set of filtered nodes as a metric counts them.

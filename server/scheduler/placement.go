@@ -53,6 +53,9 @@ type placer struct {
 	nodeAllocs func(nodeID string) ([]*state.Allocation, error)
 	released   map[string]bool
 	err        error
+	// seed orders the nodes of this evaluation (from its ID: the same
+	// evaluation computed twice places alike).
+	seed uint64
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every
@@ -146,8 +149,11 @@ func (p *placer) reclaim(a *state.Allocation) {
 
 // place picks the node for one allocation of tg and books its resources,
 // or returns nil when no node fits; the metric says what it saw either
-// way. Nodes in avoid (where a predecessor failed) are taken only when no
-// other fits: Nomad's rescheduling penalty.
+// way. As Nomad's service stack: the nodes are scored by bin-packing, the
+// job's anti-affinity and the rescheduling penalty on nodes in avoid
+// (where a predecessor failed); without affinities or spreads only the
+// first few fitting nodes of the evaluation's shuffled order are scored
+// (Nomad's LimitIterator), with them every feasible node.
 func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) (*nodeInfo, []state.AllocatedPort, *state.AllocMetric) {
 	start := time.Now()
 	need := tg.Resources()
@@ -155,29 +161,26 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	m := st.metric(st.inPool)
 	props := p.propertyCounts(job, tg)
 	checkDistinct := props != nil || hasOperand(job.Constraints, ConstraintDistinctHosts) || hasOperand(tg.Constraints, ConstraintDistinctHosts)
-	// With affinities the best normalized score wins (Nomad's ranking);
-	// without, the tightest fit (the same order, with ctlplane's
-	// tie-breaks).
 	affinities := groupAffinities(job, tg)
 	spreads := p.groupSpreads(job, tg)
-	ranked := len(affinities) > 0 || spreads != nil
 	var best *nodeInfo
-	var bestScore float64
 	var bestNorm nodeScore
-	bestAvoided := false
 	var top topScores
 	var exhaustedCPU, exhaustedMem int // tallied here, mapped once
 	exhaustedNet := map[string]int{}
 	var bestPorts []state.AllocatedPort
-	for i, ni := range st.feasible {
+	// score checks the i-th feasible node and scores it (ok false: it
+	// was filtered or is full, as the metric now says).
+	score := func(i int) (ns nodeScore, ports []state.AllocatedPort, ok bool) {
+		ni := st.feasible[i]
 		if checkDistinct {
 			if reason := p.distinct(job, tg, ni, props); reason != "" {
 				m.FilterNode(ni.node, reason)
-				continue
+				return ns, nil, false
 			}
 		}
-		score, ok := fitScore(ni, need)
-		if !ok {
+		free, fits := fitScore(ni, need)
+		if !fits {
 			m.NodesExhausted++
 			if ni.node.NodeClass != "" {
 				m.ExhaustClass(ni.node.NodeClass)
@@ -187,7 +190,7 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 			} else {
 				exhaustedMem++
 			}
-			continue
+			return ns, nil, false
 		}
 		ports, dim := p.assignPorts(ni, tg)
 		if dim != "" {
@@ -196,25 +199,30 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 				m.ExhaustClass(ni.node.NodeClass)
 			}
 			exhaustedNet[dim]++
-			continue
+			return ns, nil, false
 		}
-		avoided := avoid[ni.node.ID]
-		ns := newNodeScore(ni, score, avoided, ni.groupAllocs[tg.Name], tg.Count, st.affinity(i), len(affinities) > 0)
+		ns = newNodeScore(ni, free, avoid[ni.node.ID], ni.groupAllocs[tg.Name], tg.Count, st.affinity(i), len(affinities) > 0)
 		if spreads != nil {
 			ns.addSpread(spreadScore(spreads, ni.node))
 		}
 		top.add(ns)
-		if ranked {
-			if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ni.jobAllocs < best.jobAllocs) {
-				best, bestNorm, bestPorts = ni, ns, ports
+		return ns, ports, true
+	}
+	// The best normalized score wins; on a tie the node with fewer of the
+	// job's allocations, then the one seen first.
+	pick := func(ns nodeScore, ports []state.AllocatedPort) {
+		if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ns.ni.jobAllocs < best.jobAllocs) {
+			best, bestNorm, bestPorts = ns.ni, ns, ports
+		}
+	}
+	if len(affinities) > 0 || spreads != nil {
+		for i := range st.feasible {
+			if ns, ports, ok := score(i); ok {
+				pick(ns, ports)
 			}
-			continue
 		}
-		if best == nil || (bestAvoided && !avoided) || (avoided == bestAvoided && (score < bestScore ||
-			(score == bestScore && (ni.jobAllocs < best.jobAllocs ||
-				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))))) {
-			best, bestScore, bestAvoided, bestPorts = ni, score, avoided, ports
-		}
+	} else {
+		st.limited(p.seed, tg.Name, score, pick)
 	}
 	m.ScoreMetaData = top.meta()
 	exhaustedNet[dimensionCPU], exhaustedNet[dimensionMemory] = exhaustedCPU, exhaustedMem

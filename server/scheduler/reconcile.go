@@ -157,6 +157,7 @@ func compute(snap State, eval *state.Evaluation, view UsageSource, now time.Time
 		}
 		r.placer = newPlacer(nodes, cluster, ns, jobID)
 	}
+	r.placer.seed = seedOf(eval.ID)
 	r.nodes = nodes.ByID
 	r.pickDeployment(deployments)
 
@@ -443,11 +444,17 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 	}
 
 	// Promoted canaries take over the names of the old allocations they
-	// were placed beside.
-	if gs.dstate != nil && gs.dstate.Promoted && len(gs.canaries) > 0 {
+	// were placed beside, also one a drain moves (its replacement keeps
+	// the name).
+	if gs.dstate != nil && gs.dstate.Promoted {
 		names := map[string]bool{}
 		for _, c := range gs.canaries {
 			names[c.Name] = true
+		}
+		for _, a := range gs.migrate {
+			if canaryIDs[a.ID] {
+				names[a.Name] = true
+			}
 		}
 		kept := live[:0]
 		for _, a := range live {
