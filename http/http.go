@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,10 @@ type Handler struct {
 	services Services
 	// local are the routes this server answers itself (not the leader).
 	local map[*mux.Route]bool
+	// exact are the routes without path variables that no route registered
+	// before them matches, by path: served without gorilla/mux, whose two
+	// request copies (route and variables) were 2.4% of a create's CPU.
+	exact map[string]http.Handler
 	// blocked counts the blocking queries waiting now.
 	blocked atomic.Int64
 	// gaugeDue: a publication of blocked is scheduled (see blockedChanged).
@@ -127,6 +132,10 @@ func New(backend Backend, logger hclog.Logger, services Services) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if route := h.exact[r.URL.Path]; route != nil {
+		route.ServeHTTP(w, r)
+		return
+	}
 	h.router.ServeHTTP(w, r)
 }
 
@@ -172,32 +181,58 @@ func (h *Handler) handleWithLimit(path string, bodyLimit int64, m methods) *mux.
 	// own. A route first checks the template's static prefix, which its
 	// regexp requires anyway (mux matches r.URL.Path, we do not use
 	// UseEncodedPath), so only routes that can match run a regexp.
-	prefix, _, _ := strings.Cut(path, "{")
+	prefix, _, hasVars := strings.Cut(path, "{")
+	// mux answers with the first route that matches: a static path is
+	// served directly only when none registered before it matches it.
+	exact := !hasVars && !h.routed(path)
 	route := h.router.NewRoute().MatcherFunc(func(r *http.Request, _ *mux.RouteMatch) bool {
 		return strings.HasPrefix(r.URL.Path, prefix)
 	}).Path(path)
-	return route.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodOptions {
 			w.Header().Set("Allow", allowHeader)
 			return
 		}
 		for _, e := range m {
 			if e.method == r.Method {
-				h.serve(w, r, bodyLimit, e.handler)
+				h.serve(w, r, path, bodyLimit, e.handler)
 				return
 			}
 		}
 		w.Header().Set("Allow", allowHeader)
 		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed", r.Method))
-	}))
+	})
+	if exact {
+		if h.exact == nil {
+			h.exact = map[string]http.Handler{}
+		}
+		h.exact[path] = handler
+	}
+	return route.Handler(handler)
 }
 
-// serve runs fn and writes its result or its error.
-func (h *Handler) serve(rw http.ResponseWriter, r *http.Request, bodyLimit int64, fn apiFunc) {
+// routed says whether a route registered so far matches path with any
+// method.
+func (h *Handler) routed(path string) bool {
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		// With a NotFoundHandler, Match is true for every path: a route
+		// matched only when it names one.
+		var match mux.RouteMatch
+		if h.router.Match(&http.Request{Method: method, URL: &url.URL{Path: path}}, &match) && match.Route != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// serve runs fn, the handler of the route template route, and writes its
+// result or its error.
+func (h *Handler) serve(rw http.ResponseWriter, r *http.Request, route string, bodyLimit int64, fn apiFunc) {
 	start := time.Now()
 	rw.Header()["Date"] = []string{httpDate(start)}
 	w := &statusRecorder{ResponseWriter: rw}
-	defer func() { measureRequest(r, start, w.status) }()
+	defer func() { measureRequest(r, route, start, w.status) }()
 	defer func() {
 		// A bug must not take the server down with it; the client sees a 500.
 		if p := recover(); p != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/telemetry"
-	"github.com/gorilla/mux"
 )
 
 func (h *Handler) registerMetrics() {
@@ -31,13 +30,7 @@ func (h *Handler) agentMetrics(w http.ResponseWriter, r *http.Request) (any, err
 }
 
 // measureRequest records a request's duration by route and status.
-func measureRequest(r *http.Request, start time.Time, status int) {
-	route := "unknown"
-	if cur := mux.CurrentRoute(r); cur != nil {
-		if tmpl, err := cur.GetPathTemplate(); err == nil {
-			route = tmpl
-		}
-	}
+func measureRequest(r *http.Request, route string, start time.Time, status int) {
 	requestTimer.Observe(time.Since(start), r.Method, route, statusLabel(status))
 }
 
