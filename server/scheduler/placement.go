@@ -53,9 +53,11 @@ type placer struct {
 	nodeAllocs func(nodeID string) ([]*state.Allocation, error)
 	released   map[string]bool
 	err        error
-	// seed orders the nodes of this evaluation (from its ID: the same
-	// evaluation computed twice places alike).
-	seed uint64
+	// limited: Nomad's limited placement (limit.go); seed orders the
+	// nodes of this evaluation for it (from its ID: the same evaluation
+	// computed twice places alike).
+	limited bool
+	seed    uint64
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every
@@ -149,11 +151,12 @@ func (p *placer) reclaim(a *state.Allocation) {
 
 // place picks the node for one allocation of tg and books its resources,
 // or returns nil when no node fits; the metric says what it saw either
-// way. As Nomad's service stack: the nodes are scored by bin-packing, the
-// job's anti-affinity and the rescheduling penalty on nodes in avoid
-// (where a predecessor failed); without affinities or spreads only the
-// first few fitting nodes of the evaluation's shuffled order are scored
-// (Nomad's LimitIterator), with them every feasible node.
+// way. Every node is scored by bin-packing, the job's anti-affinity and
+// the rescheduling penalty on nodes in avoid (where a predecessor failed).
+// With affinities or spreads the best normalized score of every feasible
+// node wins (Nomad's ranking); without, the tightest fit of them all, or,
+// with limited placement, the best score of the first few fitting nodes of
+// the evaluation's shuffled order (Nomad's LimitIterator, limit.go).
 func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) (*nodeInfo, []state.AllocatedPort, *state.AllocMetric) {
 	start := time.Now()
 	need := tg.Resources()
@@ -208,21 +211,38 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 		top.add(ns)
 		return ns, ports, true
 	}
-	// The best normalized score wins; on a tie the node with fewer of the
-	// job's allocations, then the one seen first.
-	pick := func(ns nodeScore, ports []state.AllocatedPort) {
+	// Ranked: the best normalized score wins; on a tie the node with fewer
+	// of the job's allocations, then the one seen first.
+	ranked := func(ns nodeScore, ports []state.AllocatedPort) {
 		if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ns.ni.jobAllocs < best.jobAllocs) {
 			best, bestNorm, bestPorts = ns.ni, ns, ports
 		}
 	}
-	if len(affinities) > 0 || spreads != nil {
+	// Tightest fit: a node not in avoid first, then the least left free,
+	// then fewer of the job's allocations, then the lower node ID.
+	tightest := func(ns nodeScore, ports []state.AllocatedPort) {
+		ni := ns.ni
+		if best == nil || (bestNorm.avoided && !ns.avoided) || (ns.avoided == bestNorm.avoided && (ns.free < bestNorm.free ||
+			(ns.free == bestNorm.free && (ni.jobAllocs < best.jobAllocs ||
+				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))))) {
+			best, bestNorm, bestPorts = ni, ns, ports
+		}
+	}
+	switch {
+	case len(affinities) > 0 || spreads != nil:
 		for i := range st.feasible {
 			if ns, ports, ok := score(i); ok {
-				pick(ns, ports)
+				ranked(ns, ports)
 			}
 		}
-	} else {
-		st.limited(p.seed, tg.Name, score, pick)
+	case p.limited:
+		st.limited(p.seed, tg.Name, score, ranked)
+	default:
+		for i := range st.feasible {
+			if ns, ports, ok := score(i); ok {
+				tightest(ns, ports)
+			}
+		}
 	}
 	m.ScoreMetaData = top.meta()
 	exhaustedNet[dimensionCPU], exhaustedNet[dimensionMemory] = exhaustedCPU, exhaustedMem
