@@ -20,6 +20,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -48,6 +49,7 @@ func main() {
 	workers := flag.Int("scheduler-workers", 0, "the agent's scheduler workers (0: its default)")
 	registerRate := flag.Int("register-rate", 0, "small jobs registered per second in the evaluation run (0: as fast as the clients go), to see the latency below saturation")
 	registerClients := flag.Int("register-clients", 16, "concurrent clients registering the small jobs of the evaluation run")
+	limited := flag.Bool("limited-placement", false, "the agent places as Nomad's service stack (server -limited-placement; a revision without it places as it always did)")
 	nodesProcess := flag.Bool("nodes-process", false, "run the simulated nodes in a child process, so that the heap measured is the server's alone")
 	baseline := flag.String("baseline", "", "also run this benchmark on ctlplane built from this git revision, alternating with this tree, in the same run")
 	rounds := flag.Int("rounds", 1, "with -baseline: runs of each")
@@ -97,6 +99,15 @@ func main() {
 		cfg.DevNodes = 0
 	}
 	cfg.HeartbeatTTL = time.Minute
+	if *limited {
+		// By name: this file is also built over revisions without the field (-baseline).
+		if f := reflect.ValueOf(cfg).Elem().FieldByName("LimitedPlacement"); f.IsValid() {
+			f.SetBool(true)
+			fmt.Println("orchbench: limited placement (Nomad's service stack)")
+		} else {
+			fmt.Println("orchbench: this revision has no limited placement: it places as it always did")
+		}
+	}
 	// The simulated nodes of -nodes-process share one client IP.
 	cfg.HTTPMaxConnsPerClient = 0
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
