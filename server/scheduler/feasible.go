@@ -318,9 +318,7 @@ const maxScoreMeta = 5
 // failed), "node-affinity" (matching weights over all weights); the
 // normalized score is their average (the ones that apply).
 type nodeScore struct {
-	ni *nodeInfo
-	// free is fitScore's (the tightest fit is the lowest).
-	free                 float64
+	ni                   *nodeInfo
 	binpack, anti        float64
 	affinity             float64
 	avoided, hasAffinity bool
@@ -342,7 +340,7 @@ func (s *nodeScore) addSpread(v float64) {
 }
 
 func newNodeScore(ni *nodeInfo, free float64, avoided bool, collisions, count int, affinity float64, hasAffinity bool) nodeScore {
-	s := nodeScore{ni: ni, free: free, binpack: 1 - free/2, avoided: avoided, affinity: affinity, hasAffinity: hasAffinity}
+	s := nodeScore{ni: ni, binpack: 1 - free/2, avoided: avoided, affinity: affinity, hasAffinity: hasAffinity}
 	sum, n := s.binpack, 1.0
 	if collisions > 0 && count > 0 {
 		s.anti = -float64(collisions+1) / float64(count)
