@@ -18,11 +18,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"reflect"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -146,6 +148,7 @@ func main() {
 		cpu.children.Seconds(), float64(cpu.children.Microseconds())/float64(max(total, 1)))
 	waitFor("placement deployments successful", 30*time.Minute, func() bool { return successful(a, "place-") >= *jobs })
 	fmt.Printf("             all %d deployments successful %s after the first register\n", *jobs, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("             evaluations of the placement jobs by trigger: %s\n", evalTriggers(a, "place-"))
 	heapAfter := heap()
 	if *memProfile != "" {
 		writeHeapProfile(*memProfile)
@@ -291,6 +294,23 @@ func evalLatency(a *agent.Agent, prefix string) *benchutil.Summary {
 		return nil
 	}
 	return benchutil.Summarize(lat)
+}
+
+// evalTriggers counts the evaluations of the jobs named with prefix by
+// what triggered them.
+func evalTriggers(a *agent.Agent, prefix string) string {
+	_, evals, _ := a.State().Evals(memdb.NewWatchSet(), state.AllNamespaces)
+	n := map[string]int{}
+	for _, ev := range evals {
+		if strings.HasPrefix(ev.JobID, prefix) {
+			n[ev.TriggeredBy]++
+		}
+	}
+	var out []string
+	for _, t := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, fmt.Sprintf("%s %d", t, n[t]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func readyNodes(a *agent.Agent) int {
