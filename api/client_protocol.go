@@ -65,9 +65,24 @@ type AllocClientUpdate struct {
 type ClientAlloc struct {
 	Allocation *Allocation
 	TaskGroup  *TaskGroup
-	// Unchanged: the allocation has not changed since the read's "since"
-	// index; only its ID, AllocModifyIndex and DesiredStatus are sent.
-	Unchanged bool `json:",omitempty"`
+}
+
+// ClientAllocChanges answers GET /v1/client/allocations/:node_id?changes_since=N:
+// what changed in the node's list after index N.
+type ClientAllocChanges struct {
+	// Full: Allocs is the whole list (N was 0, or older than what the
+	// servers can answer, e.g. from before a snapshot restore): drop what
+	// it does not name.
+	Full bool
+	// Allocs are the allocations the servers changed after N (all of them
+	// when Full), with their task groups.
+	Allocs []*ClientAlloc
+	// Removed are the allocations no longer listed (deleted, or ended on
+	// the client) since N; it may name some the node does not have.
+	Removed []string
+	// Count is how many allocations the whole list has: a node holding
+	// another number after applying the changes reads the whole list.
+	Count int
 }
 
 // AllocUpdateRequest is the body of PUT /v1/client/allocations.
@@ -100,27 +115,35 @@ func (c *Client) Heartbeat(ctx context.Context, nodeID string) (*HeartbeatRespon
 }
 
 // NodeAllocations lists the node's allocations with their task groups; with
-// q.WaitIndex it blocks until they change. With since > 0, allocations not
-// changed after that index come back as Unchanged stubs (the node already
-// has them): a node with many allocations reads little on each change.
-func (c *Client) NodeAllocations(ctx context.Context, nodeID string, q *QueryOptions, since uint64) ([]*ClientAlloc, *QueryMeta, error) {
+// q.WaitIndex it blocks until the servers change them.
+func (c *Client) NodeAllocations(ctx context.Context, nodeID string, q *QueryOptions) ([]*ClientAlloc, *QueryMeta, error) {
 	var out []*ClientAlloc
-	if since > 0 {
-		qc := QueryOptions{}
-		if q != nil {
-			qc = *q
-		}
-		qc.Params = map[string]string{"since": strconv.FormatUint(since, 10)}
-		for k, v := range q.paramsOrNil() {
-			qc.Params[k] = v
-		}
-		q = &qc
-	}
 	meta, err := c.query(ctx, "/v1/client/allocations/"+url.PathEscape(nodeID), q, &out)
 	if err != nil {
 		return nil, nil, err
 	}
 	return out, meta, nil
+}
+
+// NodeAllocationChanges reads what changed in the node's list of
+// allocations after index since (0: the whole list, Full); with
+// q.WaitIndex it blocks until the servers change it. A node passes the
+// LastIndex of its previous read as both.
+func (c *Client) NodeAllocationChanges(ctx context.Context, nodeID string, since uint64, q *QueryOptions) (*ClientAllocChanges, *QueryMeta, error) {
+	qc := QueryOptions{}
+	if q != nil {
+		qc = *q
+	}
+	qc.Params = map[string]string{"changes_since": strconv.FormatUint(since, 10)}
+	for k, v := range q.paramsOrNil() {
+		qc.Params[k] = v
+	}
+	var out ClientAllocChanges
+	meta, err := c.query(ctx, "/v1/client/allocations/"+url.PathEscape(nodeID), &qc, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, meta, nil
 }
 
 // UpdateAllocations reports the status of some of the node's allocations.

@@ -108,6 +108,11 @@ type Client struct {
 	ttl         time.Duration
 	hbTimer     *time.Timer
 	runners     map[string]*allocRunner
+	// listed: the allocations the servers list for this node, as the
+	// changes read so far tell (reconcile).
+	listed map[string]bool
+	// fullReads counts the reads that answered the whole list.
+	fullReads int
 	// pending status reports by allocation, sent by flush.
 	pending    map[string]*api.AllocClientUpdate
 	flushTimer *time.Timer
@@ -265,12 +270,12 @@ func (c *Client) Run(ctx context.Context) error {
 		return err
 	}
 	close(c.registered)
-	// since is the index of the last list this node fully knows: later
-	// reads send what did not change after it as stubs.
-	var index, since uint64
+	// index is the last read's: the next one waits for the servers to move
+	// it and asks for the changes after it (0: the whole list, at once).
+	var index uint64
 	for ctx.Err() == nil {
 		srv := c.server()
-		allocs, meta, err := c.asNode(srv).NodeAllocations(ctx, c.nodeID, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute}, since)
+		changes, meta, err := c.asNode(srv).NodeAllocationChanges(ctx, c.nodeID, index, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Minute})
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -280,7 +285,7 @@ func (c *Client) Run(ctx context.Context) error {
 				if err := c.register(ctx); err != nil {
 					return err
 				}
-				index, since = 0, 0
+				index = 0
 				continue
 			}
 			c.failed(srv, err)
@@ -291,9 +296,8 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		c.succeeded()
 		index = meta.LastIndex
-		since = index
-		if !c.reconcile(allocs) {
-			since = 0 // a stub of something this node does not have: read it all
+		if !c.reconcile(changes) {
+			index = 0 // this node's list is not the servers': read it all
 		}
 	}
 	return nil
@@ -459,28 +463,27 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // reconcile starts, updates, stops and drops runners after a read of the
-// node's allocations. It says false when the read had an Unchanged stub of
-// an allocation this node has no runner for (the next read must be whole).
-func (c *Client) reconcile(allocs []*api.ClientAlloc) bool {
+// changes in the node's list of allocations. It says false when the list
+// this node now holds is not as long as the servers' (the next read must
+// be whole).
+func (c *Client) reconcile(changes *api.ClientAllocChanges) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return true
 	}
-	complete := true
-	seen := make(map[string]bool, len(allocs))
-	for _, ca := range allocs {
+	if changes.Full {
+		c.fullReads++
+	}
+	if changes.Full || c.listed == nil {
+		c.listed = make(map[string]bool, len(changes.Allocs))
+	}
+	for _, ca := range changes.Allocs {
 		a := ca.Allocation
 		if a == nil {
 			continue
 		}
-		seen[a.ID] = true
-		if ca.Unchanged {
-			if c.runners[a.ID] == nil {
-				complete = false
-			}
-			continue
-		}
+		c.listed[a.ID] = true
 		if ar := c.runners[a.ID]; ar != nil {
 			if a.DesiredStatus != ar.alloc.DesiredStatus || a.AllocModifyIndex > ar.alloc.AllocModifyIndex {
 				ar.update(a, ca.TaskGroup)
@@ -507,16 +510,27 @@ func (c *Client) reconcile(allocs []*api.ClientAlloc) bool {
 	}
 	// The servers no longer list what ended (or was deleted): stop what
 	// still runs of it, and forget it once every task is dead.
-	for id, ar := range c.runners {
-		if !seen[id] {
-			ar.unlisted = true
-			ar.stop()
-			if ar.finished() {
-				c.forgetLocked(ar)
+	unlist := func(ar *allocRunner) {
+		ar.unlisted = true
+		ar.stop()
+		if ar.finished() {
+			c.forgetLocked(ar)
+		}
+	}
+	if changes.Full {
+		for id, ar := range c.runners {
+			if !c.listed[id] {
+				unlist(ar)
 			}
 		}
 	}
-	return complete
+	for _, id := range changes.Removed {
+		delete(c.listed, id)
+		if ar := c.runners[id]; ar != nil {
+			unlist(ar)
+		}
+	}
+	return len(c.listed) == changes.Count
 }
 
 // queueUpdate adds a report to the next batch (a newer report of the same

@@ -10,6 +10,7 @@ import (
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/google/uuid"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 )
@@ -144,6 +145,34 @@ func benchCreates(b *testing.B, n int, events bool) {
 			logs = logs[:0]
 		}
 	}
+}
+
+// BenchmarkApplyCreatesRandomIDs is the server's create load: random
+// (server-made) IDs into a store of 100,000 rules, in batches of 16, with
+// events.
+func BenchmarkApplyCreatesRandomIDs(b *testing.B) {
+	f := newFSM()
+	f.SetEventSink(stream.NewBuffer(stream.DefaultBufferSize))
+	idx := uint64(2)
+	apply := func(count, n int) {
+		logs := make([]*raft.Log, 0, n)
+		for i := range count {
+			data, err := fsm.Encode(fsm.BindingRuleSetType, setReq(uuid.NewString(), "default", "m", fmt.Sprintf("svc%d", i), true))
+			if err != nil {
+				b.Fatal(err)
+			}
+			logs = append(logs, &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data})
+			idx++
+			if len(logs) == n || i == count-1 {
+				f.ApplyBatch(logs)
+				logs = logs[:0]
+			}
+		}
+	}
+	apply(100_000, 1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	apply(b.N, 16)
 }
 
 func uuidN(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i) }

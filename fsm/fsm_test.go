@@ -139,6 +139,33 @@ func TestEncode(t *testing.T) {
 	}
 }
 
+// Encoders are reused: an entry never shares bytes with the next one, and
+// a failed encode leaves nothing behind for the next.
+func TestEncodeReusedEncoders(t *testing.T) {
+	var entries [][]byte
+	for i := range 50 {
+		if i%10 == 5 {
+			if _, err := fsm.Encode(fsm.BindingRuleSetType, []any{"partly", complex(1, 2)}); err == nil {
+				t.Fatal("encoding a complex succeeded")
+			}
+		}
+		data, err := fsm.Encode(fsm.BindingRuleDeleteType, fsm.BindingRuleDeleteRequest{ID: fmt.Sprintf("id-%d", i), Namespace: strings.Repeat("n", i*40)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, data)
+	}
+	for i, data := range entries {
+		var back fsm.BindingRuleDeleteRequest
+		if err := codec.NewDecoderBytes(data[1:], &codec.MsgpackHandle{BasicHandle: codec.BasicHandle{DecodeOptions: codec.DecodeOptions{RawToString: true}}}).Decode(&back); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if data[0] != 2 || back.ID != fmt.Sprintf("id-%d", i) || back.Namespace != strings.Repeat("n", i*40) {
+			t.Fatalf("entry %d decoded as type %d %q/%d, later encodes changed it", i, data[0], back.ID, len(back.Namespace))
+		}
+	}
+}
+
 func TestMessageTypeValues(t *testing.T) {
 	// These bytes are in every Raft log on disk: they must never change.
 	got := []fsm.MessageType{fsm.BindingRuleSetType, fsm.BindingRuleDeleteType,

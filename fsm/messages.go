@@ -1,9 +1,9 @@
 package fsm
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/ctlplane/ctlplane/state"
@@ -110,23 +110,53 @@ var msgpackHandle = func() *codec.MsgpackHandle {
 	return h
 }()
 
-// Encode turns a request into a log entry: the type byte, then msgpack.
-func Encode(t MessageType, req any) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte(byte(t))
-	if err := codec.NewEncoder(&buf, msgpackHandle).Encode(req); err != nil {
-		return nil, fmt.Errorf("failed encoding %d request: %w", t, err)
-	}
-	// Raft keeps the entry (its log cache, -dev's log store): not the
-	// buffer's spare room too, up to as much again as the entry after
-	// its last doubling (a third of the server's heap with 100,000
-	// allocations placed).
-	if out := buf.Bytes(); cap(out)-len(out) > len(out)/16 {
-		return bytes.Clone(out), nil
-	}
-	return buf.Bytes(), nil
+// entryEncoder is a msgpack encoder and its output buffer, reused: making
+// them (and growing a bytes.Buffer) was most of what encoding an entry
+// allocated.
+type entryEncoder struct {
+	buf []byte
+	enc *codec.Encoder
 }
 
-func decode(buf []byte, out any) error {
-	return codec.NewDecoderBytes(buf, msgpackHandle).Decode(out)
+var entryEncoders = sync.Pool{New: func() any {
+	e := &entryEncoder{buf: make([]byte, 0, 512)}
+	e.enc = codec.NewEncoderBytes(&e.buf, msgpackHandle)
+	return e
+}}
+
+// maxPooledEntry bounds the buffers kept for reuse (a large entry's buffer
+// is left to the garbage collector).
+const maxPooledEntry = 64 << 10
+
+// Encode turns a request into a log entry: the type byte, then msgpack.
+func Encode(t MessageType, req any) ([]byte, error) {
+	e := entryEncoders.Get().(*entryEncoder)
+	e.enc.ResetBytes(&e.buf)
+	err := e.enc.Encode(req)
+	var out []byte
+	if err == nil {
+		out = make([]byte, 1+len(e.buf))
+		out[0] = byte(t)
+		copy(out[1:], e.buf)
+	}
+	if cap(e.buf) <= maxPooledEntry {
+		entryEncoders.Put(e)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed encoding %d request: %w", t, err)
+	}
+	return out, nil
 }
+
+var entryDecoders = sync.Pool{New: func() any { return codec.NewDecoderBytes(nil, msgpackHandle) }}
+
+func decode(buf []byte, out any) error {
+	dec := entryDecoders.Get().(*codec.Decoder)
+	dec.ResetBytes(buf)
+	err := dec.Decode(out)
+	dec.ResetBytes(noBytes) // keep no entry alive through the pool
+	entryDecoders.Put(dec)
+	return err
+}
+
+var noBytes = []byte{}

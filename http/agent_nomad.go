@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 
 	"github.com/ctlplane/ctlplane/state"
@@ -102,6 +103,9 @@ func (h *Handler) agentSelf(w http.ResponseWriter, r *http.Request) (any, error)
 			"max_procs": strconv.Itoa(runtime.GOMAXPROCS(0)), "goroutines": strconv.Itoa(runtime.NumGoroutine()),
 			"cpu_count": strconv.Itoa(runtime.NumCPU()), "kernel.name": runtime.GOOS,
 		},
+	}
+	for k, v := range gcStats() {
+		stats["runtime"][k] = v
 	}
 	client := map[string]any{"Enabled": false}
 	if name := a.LocalClientNodeName(); name != "" {
@@ -203,4 +207,18 @@ func (h *Handler) agentHealth(w http.ResponseWriter, r *http.Request) (any, erro
 // regions is Nomad's GET /v1/regions: ctlplane is one region, "global".
 func (h *Handler) regions(w http.ResponseWriter, r *http.Request) (any, error) {
 	return []string{nomadRegion}, nil
+}
+
+// gcStats are the garbage collector's percent (GOGC, or what the agent's
+// -gc-heap-floor-mb tuner set) and its current heap goal.
+func gcStats() map[string]string {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	out := map[string]string{}
+	for i, name := range []string{"gc_percent", "gc_heap_goal_bytes"} {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			out[name] = strconv.FormatUint(s[i].Value.Uint64(), 10)
+		}
+	}
+	return out
 }

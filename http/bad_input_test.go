@@ -37,6 +37,7 @@ func TestBadBody(t *testing.T) {
 		{name: "trailing garbage", body: minimalBody + ` x`, msg: fail + "unexpected data after the JSON object"},
 		{name: "a second object", body: minimalBody + minimalBody, msg: fail + "unexpected data after the JSON object"},
 		{name: "a second value after whitespace", body: minimalBody + "\n1", msg: fail + "unexpected data after the JSON object"},
+		{name: "a value after 5,000 spaces", body: minimalBody + strings.Repeat(" ", 5000) + "1", msg: fail + "unexpected data after the JSON object"},
 	}
 	for _, tc := range tests {
 		for _, op := range []struct{ name, path string }{

@@ -221,6 +221,9 @@ func (h *Handler) clientHeartbeat(w http.ResponseWriter, r *http.Request) (any, 
 	return &api.HeartbeatResponse{HeartbeatTTL: ttl, Index: index}, nil
 }
 
+// clientAllocs answers a node's list of allocations, or with
+// ?changes_since=N what changed in it after index N (api.ClientAllocChanges):
+// a node re-reads on every change, and most of its list is what it has.
 func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, error) {
 	nodeID, err := nodeIDVar(r)
 	if err != nil {
@@ -235,9 +238,10 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 		return nil, err
 	}
 	var since uint64
-	if v := r.URL.Query().Get("since"); v != "" {
-		if since, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return nil, badRequest("Invalid since: %q is not an index", v)
+	v, changes := r.URL.Query()["changes_since"]
+	if changes {
+		if since, err = strconv.ParseUint(v[0], 10, 64); err != nil {
+			return nil, badRequest("Invalid changes_since: %q is not an index", v[0])
 		}
 	}
 	nodes, err := h.nodeService()
@@ -248,27 +252,40 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 	if _, err := nodes.AllocsIndexForNode(caller, nil, nodeID); err != nil {
 		return nil, err
 	}
-	// Wait on the index alone (a node's own reports wake it without moving
-	// the index), then build the answer once.
+	// Wait on the index alone (a node's own reports do not move it), then
+	// build the answer once.
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, _ *state.Store) (uint64, error) {
 		return nodes.AllocsIndexForNode(caller, ws, nodeID)
 	})
 	if err != nil {
 		return nil, err
 	}
-	idx, out, err := nodes.AllocsForNode(caller, nil, nodeID, since)
+	out, err := nodes.AllocChangesForNode(caller, nodeID, since)
 	if err != nil {
 		return nil, err
 	}
-	meta.index = max(meta.index, idx)
+	// Both indexes were read before the answer's transaction: the changes
+	// after the higher one are still to come.
+	meta.index = max(meta.index, out.Index)
 	setMeta(w, r, meta)
-	if since > 0 {
-		return stubUnchanged(out, since), nil
+	if out.Allocs == nil {
+		out.Allocs = []*state.ClientAlloc{}
 	}
-	if out == nil {
-		out = []*state.ClientAlloc{}
+	if !changes {
+		return out.Allocs, nil
 	}
-	return out, nil
+	if out.Removed == nil {
+		out.Removed = []string{}
+	}
+	return &clientAllocChanges{Full: out.Full, Allocs: out.Allocs, Removed: out.Removed, Count: out.Count}, nil
+}
+
+// clientAllocChanges is api.ClientAllocChanges.
+type clientAllocChanges struct {
+	Full    bool
+	Allocs  []*state.ClientAlloc
+	Removed []string
+	Count   int
 }
 
 func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -292,32 +309,4 @@ func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (an
 		return nil, err
 	}
 	return &api.AllocUpdateResponse{Index: index}, nil
-}
-
-// clientAllocStub is an allocation the node already has in its latest form.
-type clientAllocStub struct {
-	Allocation *clientAllocStubAlloc
-	TaskGroup  *state.TaskGroup
-	Unchanged  bool
-}
-
-type clientAllocStubAlloc struct {
-	ID               string
-	AllocModifyIndex uint64
-	DesiredStatus    string
-}
-
-// stubUnchanged replaces the allocations not changed after since by stubs:
-// a node re-reads its list on every change, and most of it is what it has.
-func stubUnchanged(all []*state.ClientAlloc, since uint64) []any {
-	out := make([]any, 0, len(all))
-	for _, ca := range all {
-		if ca.Allocation.AllocModifyIndex > since {
-			out = append(out, ca)
-			continue
-		}
-		out = append(out, &clientAllocStub{Unchanged: true, Allocation: &clientAllocStubAlloc{
-			ID: ca.Allocation.ID, AllocModifyIndex: ca.Allocation.AllocModifyIndex, DesiredStatus: ca.Allocation.DesiredStatus}})
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -291,7 +292,7 @@ func writeJSON(w http.ResponseWriter, r *http.Request, obj any) {
 	if isStored {
 		obj = stored.obj
 	}
-	switch _, pretty := r.URL.Query()["pretty"]; {
+	switch pretty := r.URL.RawQuery != "" && r.URL.Query().Has("pretty"); {
 	case pretty:
 		buf, err = json.MarshalIndent(obj, "", "    ")
 		buf = append(buf, '\n')
@@ -304,9 +305,13 @@ func writeJSON(w http.ResponseWriter, r *http.Request, obj any) {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("failed to encode the response: %v", err))
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.Write(buf)
 }
+
+// jsonContentType is shared by every JSON answer: net/http only reads a
+// header's values, and an Add to it would append to a full slice (a copy).
+var jsonContentType = []string{"application/json"}
 
 // decodeBody decodes a JSON request body strictly into out: unknown fields,
 // an empty body, a second value after the first, or a body over the limit
@@ -334,12 +339,38 @@ func decodeStrict(r *http.Request, prefix string, out any) error {
 		return fail(err)
 	}
 	// Only whitespace may follow the object.
-	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
-	if err != nil {
+	if err := onlySpaceLeft(dec.Buffered(), r.Body); err != nil {
 		return fail(err)
 	}
-	if len(bytes.TrimSpace(rest)) != 0 {
-		return fail(errors.New("unexpected data after the JSON object"))
+	return nil
+}
+
+// errDataAfterObject: something other than whitespace follows the body's
+// JSON object.
+var errDataAfterObject = errors.New("unexpected data after the JSON object")
+
+// restBuffers are reused to read what follows a body's JSON object
+// (usually nothing: io.ReadAll allocated 512 bytes per request to see so).
+var restBuffers = sync.Pool{New: func() any { return new([512]byte) }}
+
+// onlySpaceLeft reads the decoder's buffered rest and then the body to
+// their ends and says whether anything but white space was there.
+func onlySpaceLeft(buffered, body io.Reader) error {
+	buf := restBuffers.Get().(*[512]byte)
+	defer restBuffers.Put(buf)
+	for _, rd := range []io.Reader{buffered, body} {
+		for {
+			n, err := rd.Read(buf[:])
+			if len(bytes.TrimSpace(buf[:n])) != 0 {
+				return errDataAfterObject
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

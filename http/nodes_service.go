@@ -21,11 +21,11 @@ type NodeService interface {
 	Heartbeat(c nodes.Caller, nodeID string) (ttl time.Duration, index uint64, err error)
 	// UpdateAllocs applies a batch of the caller's node's allocation reports.
 	UpdateAllocs(c nodes.Caller, nodeID string, updates []*state.AllocClientUpdate) (index uint64, err error)
-	// AllocsForNode lists the caller's node's allocations with their task
-	// groups; those not changed after since come bare (they become stubs).
-	AllocsForNode(c nodes.Caller, ws memdb.WatchSet, nodeID string, since uint64) (index uint64, allocs []*state.ClientAlloc, err error)
-	// AllocsIndexForNode is AllocsForNode's index alone (cheap: what a
-	// node's blocking read waits on).
+	// AllocChangesForNode reads what changed in the caller's node's list
+	// of allocations (with their task groups) after index since (0: all).
+	AllocChangesForNode(c nodes.Caller, nodeID string, since uint64) (*state.ClientAllocChanges, error)
+	// AllocsIndexForNode is AllocChangesForNode's index alone (kept from
+	// the commits: what a node's blocking read waits on).
 	AllocsIndexForNode(c nodes.Caller, ws memdb.WatchSet, nodeID string) (uint64, error)
 	// LogsGrant authorizes reading a task stream of an allocation and
 	// mints the grant its node checks.

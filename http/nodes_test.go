@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
@@ -155,7 +154,7 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 	allocs, depID := ntPlace(t, env.ts, job, reg.ID, reg.Name, 2, env.clock.Now())
 
 	// The client sees its allocations with the group (and the job's update strategy).
-	cas, meta, err := nc.NodeAllocations(ctx, reg.ID, nil, 0)
+	cas, meta, err := nc.NodeAllocations(ctx, reg.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +211,7 @@ func TestNodeAllocUpdatesHealthAndFailures(t *testing.T) {
 		t.Fatalf("alloc-failure evals %+v (alloc modify %d, answered %d)", evals, a1.ModifyIndex, res.Index)
 	}
 	// What ended on the client is no longer sent to it.
-	cas, _, err = nc.NodeAllocations(ctx, reg.ID, nil, 0)
+	cas, _, err = nc.NodeAllocations(ctx, reg.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +248,7 @@ func TestNodeClientAllocationsBlocks(t *testing.T) {
 	ctx := context.Background()
 	reg := ntNode("node-d")
 	nc := ntRegister(t, c, reg)
-	_, meta, err := nc.NodeAllocations(ctx, reg.ID, nil, 0)
+	_, meta, err := nc.NodeAllocations(ctx, reg.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +259,7 @@ func TestNodeClientAllocationsBlocks(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		allocs, m, err := nc.NodeAllocations(ctx, reg.ID, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: time.Minute}, 0)
+		allocs, m, err := nc.NodeAllocations(ctx, reg.ID, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: time.Minute})
 		done <- result{allocs, m, err}
 	}()
 	// Nothing changed: no answer yet.
@@ -279,7 +278,7 @@ func TestNodeClientAllocationsBlocks(t *testing.T) {
 		t.Fatalf("blocked read answered %+v at %d (was %d)", r.allocs, r.meta.LastIndex, meta.LastIndex)
 	}
 	// A wait that runs out answers with the current data.
-	again, m2, err := nc.NodeAllocations(ctx, reg.ID, &api.QueryOptions{WaitIndex: r.meta.LastIndex, WaitTime: 10 * time.Millisecond}, 0)
+	again, m2, err := nc.NodeAllocations(ctx, reg.ID, &api.QueryOptions{WaitIndex: r.meta.LastIndex, WaitTime: 10 * time.Millisecond})
 	if err != nil || len(again) != 1 || m2.LastIndex != r.meta.LastIndex {
 		t.Fatalf("timed-out read: %v %+v %v", again, m2, err)
 	}
@@ -347,11 +346,11 @@ func TestNodeClientProtocolACL(t *testing.T) {
 	if a, _, err := rc.Allocation(ctx, allocs[0].ID, nil); err != nil || a.ID != allocs[0].ID {
 		t.Errorf("read token reads alloc: %v %v", a, err)
 	}
-	if _, _, err := rc.NodeAllocations(ctx, reg.ID, nil, 0); err == nil {
+	if _, _, err := rc.NodeAllocations(ctx, reg.ID, nil); err == nil {
 		t.Error("a read-only token used the client protocol")
 	}
 	// The node sees its allocations (its token has no namespace rights).
-	if cas, _, err := nc.NodeAllocations(ctx, reg.ID, nil, 0); err != nil || len(cas) != 1 {
+	if cas, _, err := nc.NodeAllocations(ctx, reg.ID, nil); err != nil || len(cas) != 1 {
 		t.Errorf("node token allocations: %v %v", cas, err)
 	}
 }
@@ -465,57 +464,6 @@ func TestNodeHeartbeatsFollowLeadership(t *testing.T) {
 			t.Errorf("node %s is %s", reg.Name, n.Status)
 		}
 	}
-}
-
-// A node that already knows its list reads it with ?since: what did not
-// change after that index comes as Unchanged stubs, what changed comes
-// whole.
-func TestNodeClientAllocationsSince(t *testing.T) {
-	env := ntStart(t, time.Minute)
-	c := env.client(t, "")
-	ctx := context.Background()
-	reg := ntNode("node-s")
-	nc := ntRegister(t, c, reg)
-	update := &state.UpdateStrategy{MaxParallel: 2, HealthCheck: state.UpdateHealthTaskStates, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
-	job := ntJob(t, env.ts, "svc", update, map[string]any{"run_for": "1h"})
-	allocs, _ := ntPlace(t, env.ts, job, reg.ID, reg.Name, 2, env.clock.Now())
-	_, meta, err := nc.NodeAllocations(ctx, reg.ID, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cas, _, err := nc.NodeAllocations(ctx, reg.ID, nil, meta.LastIndex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cas) != 2 {
-		t.Fatalf("%d entries, want 2", len(cas))
-	}
-	for _, ca := range cas {
-		if !ca.Unchanged || ca.TaskGroup != nil || ca.Allocation.ID == "" || ca.Allocation.AllocModifyIndex == 0 || ca.Allocation.JobID != "" {
-			t.Errorf("entry since the latest index is not a stub: %+v %+v", ca, ca.Allocation)
-		}
-	}
-	// The servers stop one: it alone comes whole.
-	res, err := fsm.Apply(env.ts.Server, fsm.PlanApply, &fsm.PlanApplyRequest{Plan: &state.Plan{
-		Namespace: "default", JobID: job.ID, JobModifyIndex: job.JobModifyIndex, Now: env.clock.Now().UnixNano(),
-		Stops: []*state.AllocStop{{AllocID: allocs[0].ID, DesiredDescription: "test"}}}})
-	if err != nil || res.Refused != "" {
-		t.Fatalf("stop: %v %+v", err, res)
-	}
-	cas, _, err = nc.NodeAllocations(ctx, reg.ID, nil, meta.LastIndex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ca := range cas {
-		stopped := ca.Allocation.ID == allocs[0].ID
-		if stopped && (ca.Unchanged || ca.Allocation.DesiredStatus != state.AllocDesiredStatusStop || ca.TaskGroup == nil) {
-			t.Errorf("the stopped allocation is not sent whole: %+v", ca)
-		}
-		if !stopped && !ca.Unchanged {
-			t.Errorf("the unchanged allocation is sent whole")
-		}
-	}
-	expectError(t, env.srv.Do(t, "GET", "/v1/client/allocations/"+reg.ID+"?since=x", "", api.NodeSecretHeader, nc.secret), 400, `Invalid since: "x" is not an index`)
 }
 
 // Registration caps: resources > 0, a node's record at most 64 KiB as

@@ -43,6 +43,10 @@ trap 'scripts/cluster.sh stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir" "$su
 
 echo "== ctlplane benchmarks, $(date -u +%FT%TZ), $(go version), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== 1. single node, next to a single-member etcd (creates: every rule its own BindName, then the repeated template)"
+# With CONSUL_BIN set (a Consul 1.16 binary; README says how to build one),
+# loadgen also measures the same creates and reads on one persistent Consul
+# server with ACLs on, and the summary compares ctlplane with it.
+echo "   Consul reference: ${CONSUL_BIN:-none (CONSUL_BIN unset)}"
 go run ./scripts/loadgen -spawn -duration="$dur" -rounds="$rounds" -watchers="$watchers" -read-clients=16 -etcd=1 \
 	-name=boltdb -variant=wal=-raft-log-store=wal -variant=acl-off=-acl-enabled=false -summary="$summary" -label=single
 echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd:"

@@ -40,6 +40,6 @@ func (s *Store) AllocStop(idx uint64, allocID string, eval *Evaluation, now int6
 	if err := refreshJobStatusTxn(txn, idx, a.Namespace, a.JobID); err != nil {
 		return nil, err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return a, nil
 }

@@ -194,6 +194,12 @@ func init() {
 		Indexes: map[string]*memdb.IndexSchema{
 			"id":   {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
 			"node": {Name: "node", Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
+			// A node's allocations in ModifyIndex order: its client's
+			// changes read follows only what changed.
+			allocsNodeModifyIndex: {Name: allocsNodeModifyIndex, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "NodeID"},
+				&memdb.UintFieldIndex{Field: "ModifyIndex"},
+			}}},
 			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				&memdb.StringFieldIndex{Field: "Namespace"},
 				&memdb.StringFieldIndex{Field: "JobID"},
@@ -325,7 +331,7 @@ func (s *Store) AllocsClientUpdates(idx uint64, nodes []*NodeAllocReports) error
 			return err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 
@@ -454,7 +460,9 @@ func setAllocHealthTxn(txn *memdb.Txn, idx uint64, a *Allocation, healthy bool, 
 
 // refreshJobStatusTxn sets a job's status from its allocations as Nomad
 // does: dead when stopped and nothing runs, running when something runs or
-// is placed, pending otherwise.
+// is placed, pending otherwise. It reads until the answer is known: the
+// first live allocation (most writes), else the first waiting evaluation,
+// not every allocation and evaluation of the job.
 func refreshJobStatusTxn(txn *memdb.Txn, idx uint64, ns, jobID string) error {
 	raw, err := txn.First(jobsTable, "id", ns, jobID)
 	if err != nil {
@@ -464,42 +472,44 @@ func refreshJobStatusTxn(txn *memdb.Txn, idx uint64, ns, jobID string) error {
 		return nil
 	}
 	job := raw.(*Job)
-	allocs, err := listTxn[Allocation](txn, nil, allocsTable, "job", ns, jobID)
-	if err != nil {
-		return err
-	}
-	live := false
-	for _, a := range allocs {
-		if !a.TerminalStatus() {
-			live = true
-			break
-		}
-	}
-	evals, err := listTxn[Evaluation](txn, nil, evalsTable, "job", ns, jobID)
-	if err != nil {
-		return err
-	}
-	waiting := false
-	for _, e := range evals {
-		if !e.Terminal() {
-			waiting = true
-			break
-		}
-	}
 	// Nomad's getJobStatus: running while an allocation is not terminal,
 	// pending while an evaluation is (a delayed reschedule, a blocked
 	// placement), dead once it had either and both are over. A stopped
 	// job is dead as soon as nothing runs.
+	live, anyAlloc, err := firstTxn(txn, allocsTable, "job", ns, jobID, func(a *Allocation) bool { return !a.TerminalStatus() })
+	if err != nil {
+		return err
+	}
 	status := JobStatusPending
 	switch {
 	case live:
 		status = JobStatusRunning
 	case job.Stop:
 		status = JobStatusDead
-	case waiting:
-		status = JobStatusPending
-	case len(allocs) > 0 || len(evals) > 0:
-		status = JobStatusDead
+	default:
+		waiting, anyEval, err := firstTxn(txn, evalsTable, "job", ns, jobID, func(e *Evaluation) bool { return !e.Terminal() })
+		if err != nil {
+			return err
+		}
+		if !waiting && (anyAlloc || anyEval) {
+			status = JobStatusDead
+		}
 	}
 	return setJobStatusTxn(txn, idx, ns, jobID, status)
+}
+
+// firstTxn walks a job's rows of table until match accepts one: found says
+// whether one did, seen whether the job has a row at all.
+func firstTxn[T any](txn *memdb.Txn, table, index, ns, jobID string, match func(*T) bool) (found, seen bool, err error) {
+	iter, err := txn.Get(table, index, ns, jobID)
+	if err != nil {
+		return false, false, fmt.Errorf("failed %s lookup: %w", table, err)
+	}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		seen = true
+		if match(raw.(*T)) {
+			return true, true, nil
+		}
+	}
+	return false, seen, nil
 }

@@ -54,7 +54,7 @@ func init() {
 	registerTable(&memdb.TableSchema{
 		Name: bindingRulesTable,
 		Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
+			"id": {Name: "id", Unique: true, Indexer: uuidNibbleIndex{field: func(obj any) string { return obj.(*BindingRule).ID }}},
 			// Exact name; a non-unique index keeps entries of one method in ID order.
 			"authmethod": {Name: "authmethod", Indexer: &memdb.StringFieldIndex{Field: "AuthMethod"}},
 		},

@@ -163,11 +163,9 @@ func init() {
 			// The list order (deployments_list.go).
 			deploymentsCreateIndex:   {Name: deploymentsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{}},
 			deploymentsNsCreateIndex: {Name: deploymentsNsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{namespace: true}},
-			// The deployments still in progress, for the watcher: finished
-			// ones pile up and need no watching.
-			"active": {Name: "active", Indexer: &memdb.ConditionalIndex{Conditional: func(obj any) (bool, error) {
-				return obj.(*Deployment).Active(), nil
-			}}},
+			// By ModifyIndex, for the watcher: it reads the deployments
+			// changed after what it checked, not every one in progress.
+			deploymentsModifyIndex: {Name: deploymentsModifyIndex, Indexer: &memdb.UintFieldIndex{Field: "ModifyIndex"}},
 		},
 	}, func() any { return new(Deployment) })
 }
@@ -177,11 +175,27 @@ func (s *Store) Deployment(ws memdb.WatchSet, id string) (uint64, *Deployment, e
 	return getOneOrWatchTable[Deployment](s, ws, deploymentsTable, id)
 }
 
-// ActiveDeployments lists the deployments in progress, by ID; ws fires when
-// any of them changes or one starts or ends.
-func (s *Store) ActiveDeployments(ws memdb.WatchSet) (uint64, []*Deployment, error) {
-	return getByIndex[Deployment](s, ws, deploymentsTable, "active", true)
+// DeploymentsChangedSince lists the deployments whose ModifyIndex is above
+// after, in ModifyIndex order (a deployment deleted since is not named);
+// ws fires when any deployment is written or deleted.
+func (s *Store) DeploymentsChangedSince(ws memdb.WatchSet, after uint64) (uint64, []*Deployment, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	if ws != nil {
+		watchTableIndex(txn, ws, deploymentsTable)
+	}
+	iter, err := txn.LowerBound(deploymentsTable, deploymentsModifyIndex, after+1)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed deployment lookup: %w", err)
+	}
+	var out []*Deployment
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		out = append(out, raw.(*Deployment))
+	}
+	return maxIndex(txn, deploymentsTable), out, nil
 }
+
+const deploymentsModifyIndex = "modify"
 
 // DeploymentsByJob lists a job's deployments, newest first.
 func (s *Store) DeploymentsByJob(ws memdb.WatchSet, ns, jobID string) (uint64, []*Deployment, error) {
@@ -272,7 +286,7 @@ func (s *Store) DeploymentUpdateStatus(idx uint64, req *DeploymentUpdateRequest)
 	if err != nil {
 		return nil, err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return res, nil
 }
 
@@ -446,7 +460,7 @@ func (s *Store) DeploymentPromote(idx uint64, req *DeploymentPromoteRequest) (*D
 			return nil, err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return &DeploymentUpdateResult{Index: idx}, nil
 }
 
@@ -522,6 +536,6 @@ func (s *Store) DeploymentAllocHealth(idx uint64, req *DeploymentAllocHealthRequ
 			return nil, err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return res, nil
 }

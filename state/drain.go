@@ -86,7 +86,7 @@ func (s *Store) NodeUpdateDrain(idx uint64, u *NodeDrainUpdate) error {
 			return err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 
@@ -109,7 +109,7 @@ func (s *Store) NodesDrainComplete(idx uint64, nodeIDs []string, updatedAt int64
 			return err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 
@@ -186,6 +186,6 @@ func (s *Store) NodeUpdateEligibility(idx uint64, nodeID, eligibility string, ev
 	if err := putNodeTxn(txn, idx, &n, evals); err != nil {
 		return err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }

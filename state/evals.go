@@ -155,7 +155,7 @@ func (s *Store) EvalsUpsert(idx uint64, evals []*Evaluation) error {
 			return err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 

@@ -385,6 +385,6 @@ func (s *Store) GCApply(idx uint64, req *GCRequest) (*GCResult, error) {
 			return nil, err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return res, nil
 }

@@ -71,3 +71,10 @@ func ruleIDs(rules []*BindingRule) []string {
 	}
 	return out
 }
+
+// ClientAllocChangesCount is the count a node's changes read reports.
+func (s *Store) ClientAllocChangesCount(nodeID string) int {
+	s.nodeAllocs.mu.RLock()
+	defer s.nodeAllocs.mu.RUnlock()
+	return s.nodeAllocs.listedLocked(nodeID)
+}

@@ -93,7 +93,7 @@ func (s *Store) JobScale(idx uint64, job *Job, eval *Evaluation, ns, jobID, grou
 	if err := addScalingEventTxn(txn, idx, ns, jobID, group, event); err != nil {
 		return nil, err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return res, nil
 }
 

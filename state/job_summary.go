@@ -129,15 +129,15 @@ func (s *Store) orchTxn() *memdb.Txn {
 	txn.Defer(func() {
 		changes := txn.Changes()
 		s.usage.apply(changes)
-		s.nodeAllocs.notify(changes)
 	})
 	return txn
 }
 
 // commitOrch updates the summaries of the jobs txn touched, at idx, and
-// commits. A summary write can only fail on a broken schema: it panics, as
-// maxIndex does, rather than leave the summaries behind the allocations.
-func commitOrch(txn *memdb.Txn, idx uint64) {
+// commits; the nodes' allocation watch takes the commit in. A summary
+// write can only fail on a broken schema: it panics, as maxIndex does,
+// rather than leave the summaries behind the allocations.
+func (s *Store) commitOrch(txn *memdb.Txn, idx uint64) {
 	changes := txn.Changes()
 	if err := updateSummariesTxn(txn, idx, changes); err != nil {
 		panic(fmt.Sprintf("state: job summary update at index %d: %v", idx, err))
@@ -145,7 +145,7 @@ func commitOrch(txn *memdb.Txn, idx uint64) {
 	if err := updateServicesTxn(txn, idx, changes); err != nil {
 		panic(fmt.Sprintf("state: service registration update at index %d: %v", idx, err))
 	}
-	txn.Commit()
+	s.nodeAllocs.commit(txn, idx)
 }
 
 // updateSummariesTxn applies Nomad's summary rules to a transaction's

@@ -447,7 +447,7 @@ func (s *Store) JobRegister(idx uint64, job *Job, eval *Evaluation) (*JobRegiste
 			return nil, err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return res, nil
 }
 
@@ -494,7 +494,7 @@ func (s *Store) JobPurge(idx uint64, ns, id string, eval *Evaluation) error {
 	if err := retirePurgedJobTxn(txn, idx, ns, id, now); err != nil {
 		return err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 
@@ -547,7 +547,7 @@ func (s *Store) JobSetStable(idx uint64, ns, id string, version uint64, stable b
 	if err := setJobStableTxn(txn, idx, ns, id, version, stable); err != nil {
 		return err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 

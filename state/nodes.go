@@ -153,7 +153,7 @@ func (s *Store) NodeRegister(idx uint64, node *Node, evals []*Evaluation) error 
 	if err := putNodeTxn(txn, idx, &stored, evals); err != nil {
 		return err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 
@@ -196,7 +196,7 @@ func (s *Store) NodeUpdateStatus(idx uint64, nodeID, status, description string,
 	if err := putNodeTxn(txn, idx, &n, evals); err != nil {
 		return err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }
 

@@ -321,7 +321,7 @@ func (s *Store) ApplyPlanWithEvals(idx uint64, p *Plan, evals []*Evaluation) (*P
 	if err := refreshJobStatusTxn(txn, idx, p.Namespace, p.JobID); err != nil {
 		return nil, err
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return &PlanResult{Index: idx}, nil
 }
 

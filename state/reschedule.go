@@ -143,6 +143,6 @@ func (s *Store) AllocsDesiredTransition(idx uint64, transitions map[string]Desir
 			return err
 		}
 	}
-	commitOrch(txn, idx)
+	s.commitOrch(txn, idx)
 	return nil
 }

@@ -63,6 +63,9 @@ func (r *Restore) Commit() *Store {
 	if err := r.store.usage.rebuild(r.txn); err != nil {
 		panic(fmt.Sprintf("state: summing the nodes' allocations: %v", err))
 	}
+	if err := r.store.nodeAllocs.rebuild(r.txn); err != nil {
+		panic(fmt.Sprintf("state: indexing the nodes' allocations: %v", err))
+	}
 	r.txn.Commit()
 	return r.store
 }

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctlplane/ctlplane/server/servertest"
 )
 
 // agentEnv makes the test binary act as the ctlplane binary: os.Args[1:] are
@@ -126,36 +127,20 @@ func logTail(s string) string {
 	return s
 }
 
-// freeLoopbackPort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// freeLoopbackPort returns a TCP port on 127.0.0.1 that was free a moment
+// ago, below the kernel's ephemeral range (see servertest.FreeAddr): a
+// restarted node binds the same port again.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
-	// Below the kernel's ephemeral range when there is room: a restarted
-	// node binds the same port again, and an ephemeral port freed by its
-	// stop can meanwhile go to any process's outgoing connection (seen in
-	// CI: "bind: address already in use" while other packages ran).
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil {
-				low = v
-			}
-		}
-	}
-	if low > 21000 {
-		for range 200 {
-			port := 20000 + rand.IntN(low-20000)
-			if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-				ln.Close()
-				return port
-			}
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(servertest.FreeAddr(t))
 	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
+		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // node is one persistent server's identity: its data directory and Raft

@@ -52,6 +52,7 @@ type config struct {
 	summary       string    // -summary file
 	label         string    // -label
 	variants      []variant // -variant
+	consul        string    // -consul: the Consul binary measured beside
 }
 
 // variant is another spawned server, with extra agent flags, whose creates
@@ -110,6 +111,7 @@ func run() error {
 	templates := flag.String("templates", "distinct,repeated", "create: BindName loads, comma-separated, the headline first: distinct (svc<N>-${value.name}, every rule its own) and/or repeated (every rule svc-${value.name})")
 	flag.StringVar(&cfg.summary, "summary", "", "append the create, etcd, read and fanout measurements to this file, tab-separated, for scripts/benchsummary")
 	flag.StringVar(&cfg.label, "label", "loadgen", "with -summary: the label of this run's lines")
+	flag.StringVar(&cfg.consul, "consul", os.Getenv("CONSUL_BIN"), "create, read: also start this Consul binary (1.16: one persistent server, ACLs on) and measure the same loads on it right after ctlplane's, as the upstream reference (env CONSUL_BIN; README says how to build it)")
 	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file (to see how much of the machine the measuring side takes)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -204,6 +206,24 @@ func run() error {
 			others = append(others, system{name: v.name, c: c, pid: va.Pid()})
 			notes = append(notes, fmt.Sprintf("# variant:    %s: %s %s (%s)", v.name, map[bool]string{true: "revision " + v.rev, false: "this tree"}[v.rev != ""], strings.Join(v.args, " "), va.URL))
 		}
+	}
+
+	if cfg.consul != "" {
+		dir, err := os.MkdirTemp("", "ctlplane-loadgen-consul-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, "loadgen: starting consul")
+		cs, err := benchutil.StartConsul(ctx, cfg.consul, dir)
+		if err != nil {
+			return fmt.Errorf("consul: %w", err)
+		}
+		defer cs.Stop()
+		c := benchutil.NewClient(cs.URL, slices.Max(cfg.clients)+16)
+		c.Token, c.TokenHeader = cs.Token, benchutil.ConsulTokenHeader
+		others = append(others, system{name: "consul", c: c, pid: cs.Pid()})
+		notes = append(notes, fmt.Sprintf("# reference:  %s: one persistent server, ACLs on, default deny (%s)", cs.Version, cs.URL))
 	}
 
 	fmt.Printf("# ctlplane loadgen\n")

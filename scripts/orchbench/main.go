@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
@@ -176,6 +177,7 @@ func main() {
 	// 3. Evaluations per second: many small jobs.
 	if *deployments > 0 {
 		evalsBefore := a.Broker.Stats().Processed
+		cpuBefore := processCPU()
 		start = time.Now()
 		next := make(chan int)
 		var wg sync.WaitGroup
@@ -206,6 +208,7 @@ func main() {
 		waitFor("small deployments", 30*time.Minute, func() bool { return successful(a, "small-") >= *deployments })
 		el := time.Since(start)
 		evals := a.Broker.Stats().Processed - evalsBefore
+		cpu := processCPU() - cpuBefore
 		paced := ""
 		if *registerRate > 0 {
 			paced = fmt.Sprintf(", paced at %d/s", *registerRate)
@@ -216,6 +219,9 @@ func main() {
 			fmt.Printf("             register → evaluation complete: p50 %s  p99 %s  max %s  (%d job-register evaluations)\n",
 				benchutil.MS(s.P50), benchutil.MS(s.P99), benchutil.MS(s.Max), s.N)
 		}
+		fmt.Printf("             CPU: %s of this process (%s), %.2f ms per evaluation, %.0f%% of one core\n",
+			cpu.Round(time.Millisecond), cpuWhose(*nodesProcess), float64(cpu)/float64(time.Millisecond)/float64(max(evals, 1)),
+			100*cpu.Seconds()/el.Seconds())
 
 		// 4. Deployment list and read latency.
 		_, all, _ := a.State().Deployments(memdb.NewWatchSet(), state.AllNamespaces, "")
@@ -383,6 +389,23 @@ func writeHeapProfile(path string) {
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		fail("writing the heap profile: %v", err)
 	}
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fail("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuWhose says what processCPU counts.
+func cpuWhose(nodesProcess bool) string {
+	if nodesProcess {
+		return "the server and the load, not the simulated nodes"
+	}
+	return "the server, the simulated nodes and the load together"
 }
 
 func heap() uint64 {

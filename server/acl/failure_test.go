@@ -7,9 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -64,39 +62,5 @@ func TestAuthorizerStoreFailure(t *testing.T) {
 	tok = &state.ACLToken{AccessorID: "a", Roles: []state.ACLLink{{ID: "r"}}}
 	if _, err := r.authorizer(failingReader{}, tok); !errors.Is(err, errDisk) || !strings.Contains(err.Error(), "resolving role r of token a") {
 		t.Errorf("role lookup failure: %v", err)
-	}
-}
-
-// TestNewBindingRuleIDBounded: when every candidate ID is taken the search
-// ends with an error instead of looping.
-func TestNewBindingRuleIDBounded(t *testing.T) {
-	st := state.NewStore()
-	const taken = "6f1d0c52-3b0e-4c8e-8f1e-2a3b4c5d6e7f"
-	if _, err := st.BindingRuleSet(1, &state.BindingRule{ID: taken, AuthMethod: "m", BindType: "service", BindName: "x", Namespace: "default"}, true); err != nil {
-		t.Fatal(err)
-	}
-	s := NewService(svc.Deps{State: func() *state.Store { return st }, Now: time.Now}, "dc1")
-	calls := 0
-	s.newID = func() string { calls++; return taken }
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.newBindingRuleID()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil || isStateError(err) || err.Error() != "could not find an unused binding rule ID: every candidate was taken" {
-			t.Errorf("got %v", err)
-		}
-		if calls != newIDAttempts {
-			t.Errorf("%d attempts, want %d", calls, newIDAttempts)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("newBindingRuleID did not return")
-	}
-	// With a free candidate it returns that.
-	s.newID = func() string { return "0b8f7c6a-1d2e-4f30-9a8b-7c6d5e4f3a2b" }
-	if id, err := s.newBindingRuleID(); err != nil || id != "0b8f7c6a-1d2e-4f30-9a8b-7c6d5e4f3a2b" {
-		t.Errorf("free candidate: %q %v", id, err)
 	}
 }

@@ -139,9 +139,31 @@ func waitDeployment(t *testing.T, ts *servertest.TestServer, version uint64, wha
 		if d != nil && d.JobVersion == version && cond(d) {
 			return d
 		}
+		if d != nil && d.JobVersion > version {
+			// A newer version's deployment came before this poll saw the
+			// awaited one's change (a failure and the rollback it
+			// registers, a moment apart): look among all of the job's.
+			if old := newestOfVersion(t, ts, version); old != nil && cond(old) {
+				return old
+			}
+		}
 	}
 	t.Fatalf("timed out waiting for deployment of version %d to be %s; last: %+v", version, what, d)
 	return nil
+}
+
+// newestOfVersion is the job's newest deployment of version, nil if none.
+func newestOfVersion(t *testing.T, ts *servertest.TestServer, version uint64) *state.Deployment {
+	t.Helper()
+	var all []*state.Deployment
+	ts.Do(t, http.MethodGet, "/v1/job/web/deployments", "").JSON(t, &all)
+	var out *state.Deployment
+	for _, d := range all {
+		if d.JobVersion == version && (out == nil || d.CreateIndex > out.CreateIndex) {
+			out = d
+		}
+	}
+	return out
 }
 
 func status(s string) func(*state.Deployment) bool {

@@ -273,7 +273,9 @@ func TestE2EScaleInPlace(t *testing.T) {
 // are lost and replaced on the other node, and the deployment still ends
 // successful.
 func TestE2ENodeLossMidDeployment(t *testing.T) {
-	ts := servertest.Start(t, servertest.HeartbeatTTL(500*time.Millisecond))
+	// 1 s: with 500 ms, node b itself was once marked down under -race on a
+	// loaded machine, its heartbeat late.
+	ts := servertest.Start(t, servertest.HeartbeatTTL(time.Second))
 	var wg sync.WaitGroup
 	start := func(name string) context.CancelFunc {
 		ctx, cancel := context.WithCancel(context.Background())

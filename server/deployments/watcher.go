@@ -68,59 +68,46 @@ func (w *Watcher) Run(ctx context.Context) error {
 	// A deployment is checked again when it changed (every rule reads
 	// what its allocations' reports count into it) or its next deadline
 	// came, not on every change of any deployment: with thousands in
-	// progress that was thousands of checks per write. checked is the
-	// highest ModifyIndex checked; deadlines the next time of each.
+	// progress that was thousands of checks per write. Nor is every one in
+	// progress listed per write: checked is the highest ModifyIndex
+	// checked, and a pass reads only the deployments changed after it.
 	var checked uint64
-	deadlines := map[string]time.Time{}
+	deadlines := newDeadlines()
 	var last *state.Store
 	for {
 		st := w.deps.State()
 		if st != last {
 			// A restored store: its indexes owe nothing to the old one's.
 			last, checked = st, 0
-			clear(deadlines)
+			deadlines = newDeadlines()
 		}
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
-		_, all, err := st.ActiveDeployments(ws)
+		_, changed, err := st.DeploymentsChangedSince(ws, checked)
 		if err != nil {
 			return fmt.Errorf("listing deployments: %w", err)
 		}
 		now := w.deps.Now()
-		var deadline time.Time
-		active := make(map[string]bool, len(all))
-		for _, d := range all {
-			active[d.ID] = true
-		}
-		for id := range pending {
-			if !active[id] {
-				delete(pending, id)
-			}
-		}
-		for id := range deadlines {
-			if !active[id] {
-				delete(deadlines, id)
-			}
-		}
-		seen := checked
-		for _, d := range all {
-			at, waiting := deadlines[d.ID]
-			if d.ModifyIndex <= checked && (!waiting || now.Before(at)) {
+		for _, d := range changed {
+			checked = max(checked, d.ModifyIndex)
+			if !d.Active() {
+				deadlines.drop(d.ID)
+				delete(pending, d.ID)
 				continue
 			}
-			seen = max(seen, d.ModifyIndex)
-			if next := w.check(st, d, now, pending, log); next.IsZero() {
-				delete(deadlines, d.ID)
-			} else {
-				deadlines[d.ID] = next
-			}
+			deadlines.set(d.ID, w.check(st, d, now, pending, log))
 		}
-		checked = seen
-		for _, at := range deadlines {
-			if deadline.IsZero() || at.Before(deadline) {
-				deadline = at
+		for _, id := range deadlines.due(now) {
+			_, d, err := st.Deployment(nil, id)
+			if err != nil {
+				return fmt.Errorf("reading deployment %s: %w", id, err)
 			}
+			if d == nil || !d.Active() {
+				continue // deleted or finished since (a job purged, say)
+			}
+			deadlines.set(id, w.check(st, d, now, pending, log))
 		}
+		deadline := deadlines.next()
 		for id, at := range pending {
 			if !now.Before(at) {
 				delete(pending, id)
@@ -134,14 +121,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		}
 		wctx, cancel := context.WithCancel(ctx)
-		changed := ws.WatchCh(wctx)
+		wake := ws.WatchCh(wctx)
 		var timer <-chan time.Time
 		if !deadline.IsZero() {
 			timer = w.At(deadline)
 		}
 		select {
 		case <-ctx.Done():
-		case <-changed:
+		case <-wake:
 		case <-timer:
 		}
 		cancel()

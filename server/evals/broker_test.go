@@ -137,8 +137,10 @@ func TestBrokerOneAtATimePerJob(t *testing.T) {
 	if len(r.order) != len(ids) {
 		t.Errorf("%d evaluations processed, want %d (each once)", len(r.order), len(ids))
 	}
-	if r.order[0] != urgent.ID {
-		t.Errorf("the priority 90 evaluation ran at position %d", indexOf(r.order, urgent.ID))
+	// Two workers dequeue at once: the urgent evaluation is taken first, but
+	// the other worker may record its own start a moment earlier.
+	if i := indexOf(r.order, urgent.ID); i < 0 || i >= 2 {
+		t.Errorf("the priority 90 evaluation ran at position %d, want among the first 2 (one per worker): %v", i, r.order)
 	}
 	waitStats(t, b, func(st evals.Stats) bool { return st.Processed == uint64(len(ids)) && st.Failed == 0 })
 }

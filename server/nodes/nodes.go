@@ -354,45 +354,27 @@ func newEval(job *state.Job, trigger, nodeID string, now time.Time) *state.Evalu
 	}
 }
 
-// AllocsIndexForNode is the index AllocsForNode would report, without
-// building the list: a node's blocking read waits on it.
+// AllocsIndexForNode is the node's index that AllocChangesForNode reports,
+// without reading the list: a node's blocking read waits on it.
 func (s *Service) AllocsIndexForNode(c Caller, ws memdb.WatchSet, nodeID string) (uint64, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
 		return 0, err
 	}
-	return store.ClientAllocsIndex(ws, nodeID)
+	return store.ClientAllocsIndex(ws, nodeID), nil
 }
 
-// AllocsForNode lists a node's allocations that have not ended on the
-// client (complete, failed or lost), each with the task group of its job
-// version, for its client (the node itself only). An unknown node is not
-// found, so that its client registers again. The allocations whose
-// AllocModifyIndex is at most since (the client has them: 0, none) come as
-// stored, without their task group, for the caller to send as stubs.
-func (s *Service) AllocsForNode(c Caller, ws memdb.WatchSet, nodeID string, since uint64) (uint64, []*state.ClientAlloc, error) {
+// AllocChangesForNode reads, for its client (the node itself only), what
+// changed in the node's list of allocations after index since (0: the
+// whole list): the allocations not ended on the client (complete, failed
+// or lost), each with the task group of its job version, without the
+// task states the client reported (its own news) and the scheduler's
+// metrics. An unknown node is not found, so that its client registers
+// again.
+func (s *Service) AllocChangesForNode(c Caller, nodeID string, since uint64) (*state.ClientAllocChanges, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	idx, all, err := store.ClientAllocs(ws, nodeID, since)
-	if err != nil {
-		return 0, nil, err
-	}
-	// What ended on the client is the client's own news, and so are the
-	// task states it reported: leaving them out keeps the answers small
-	// (a node reads its list again whenever the servers change it).
-	out := all[:0]
-	for _, ca := range all {
-		if ca.Allocation.ClientTerminalStatus() {
-			continue
-		}
-		if ca.Allocation.TaskStates != nil && ca.Allocation.AllocModifyIndex > since {
-			a := *ca.Allocation
-			a.TaskStates = nil
-			ca = &state.ClientAlloc{Allocation: &a, TaskGroup: ca.TaskGroup}
-		}
-		out = append(out, ca)
-	}
-	return idx, out, nil
+	return store.ClientAllocChanges(nodeID, since)
 }

@@ -61,7 +61,7 @@ func TestServiceChecksItsCaller(t *testing.T) {
 		wantCode(t, what+" re-registers", err, state.ErrForbidden)
 		_, _, err = s.Heartbeat(c, a.ID)
 		wantCode(t, what+" heartbeats", err, state.ErrForbidden)
-		_, _, err = s.AllocsForNode(c, nil, a.ID, 0)
+		_, err = s.AllocChangesForNode(c, a.ID, 0)
 		wantCode(t, what+" reads allocations", err, state.ErrForbidden)
 		_, err = s.UpdateAllocs(c, a.ID, nil)
 		wantCode(t, what+" updates allocations", err, state.ErrForbidden)

@@ -16,9 +16,11 @@ import (
 )
 
 var (
-	once     sync.Once
-	inmem    *metrics.InmemSink
-	registry *prometheus.Registry
+	once        sync.Once
+	inmem       *metrics.InmemSink
+	registry    *prometheus.Registry
+	hot         *hotSink
+	hotRegistry = prometheus.NewRegistry()
 )
 
 // Init installs the global sinks once per process.
@@ -38,7 +40,8 @@ func Init() {
 		cfg.EnableHostname = false
 		cfg.EnableHostnameLabel = false
 		cfg.EnableRuntimeMetrics = true
-		metrics.NewGlobal(cfg, sinks)
+		hot = newHotSink(sinks, hotRegistry)
+		metrics.NewGlobal(cfg, hot)
 	})
 }
 
@@ -54,12 +57,14 @@ func Summary() (any, error) {
 	if !ok {
 		return out, nil
 	}
-	summary.Samples = append(summary.Samples, timerSamples(time.Now())...)
+	now := time.Now()
+	hot.summary(now, &summary)
+	summary.Samples = append(summary.Samples, timerSamples(now)...)
 	return summary, nil
 }
 
 // PrometheusHandler serves every metric in the Prometheus text format.
 func PrometheusHandler() http.Handler {
 	Init()
-	return promhttp.HandlerFor(prometheus.Gatherers{registry, timerRegistry}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(prometheus.Gatherers{registry, timerRegistry, hotRegistry}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -46,11 +46,46 @@ type Timer struct {
 type timerStat struct {
 	obs    prometheus.Observer
 	values [maxLabels]string
+	window
+}
 
+// window aggregates the values of the current interval and keeps the one
+// before, as go-metrics' in-memory sink does.
+type window struct {
 	mu       sync.Mutex
 	interval int64 // start of cur, in timerIntervals since the epoch
 	cur      metrics.AggregateSample
 	prev     metrics.AggregateSample // the interval just before cur, if any
+}
+
+// ingest adds v to the interval of now.
+func (w *window) ingest(v float64, now time.Time) {
+	iv := now.UnixNano() / int64(timerInterval)
+	w.mu.Lock()
+	if iv != w.interval {
+		w.prev = metrics.AggregateSample{}
+		if iv == w.interval+1 {
+			w.prev = w.cur
+		}
+		w.cur, w.interval = metrics.AggregateSample{}, iv
+	}
+	w.cur.Ingest(v, timerInterval.Seconds())
+	w.mu.Unlock()
+}
+
+// last is the aggregate of the last complete interval (of the current one
+// while there is none); its Count is 0 when there is nothing recent.
+func (w *window) last(now time.Time) metrics.AggregateSample {
+	iv := now.UnixNano() / int64(timerInterval)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.interval == iv && w.prev.Count > 0:
+		return w.prev
+	case w.interval == iv, w.interval == iv-1:
+		return w.cur
+	}
+	return metrics.AggregateSample{}
 }
 
 // NewTimer registers a Timer; name is dotted ("ctlplane.http.request").
@@ -81,36 +116,16 @@ func (t *Timer) Observe(d time.Duration, values ...string) {
 	}
 	st := v.(*timerStat)
 	st.obs.Observe(d.Seconds())
-	iv := time.Now().UnixNano() / int64(timerInterval)
-	ms := float64(d) / float64(time.Millisecond)
-	st.mu.Lock()
-	if iv != st.interval {
-		st.prev = metrics.AggregateSample{}
-		if iv == st.interval+1 {
-			st.prev = st.cur
-		}
-		st.cur, st.interval = metrics.AggregateSample{}, iv
-	}
-	st.cur.Ingest(ms, timerInterval.Seconds())
-	st.mu.Unlock()
+	st.ingest(float64(d)/float64(time.Millisecond), time.Now())
 }
 
 // samples are the Timer's samples of the last complete interval (of the
 // current one while there is none), in the in-memory sink's shape.
 func (t *Timer) samples(now time.Time) []metrics.SampledValue {
-	iv := now.UnixNano() / int64(timerInterval)
 	var out []metrics.SampledValue
 	t.stats.Range(func(_, value any) bool {
 		st := value.(*timerStat)
-		st.mu.Lock()
-		var agg metrics.AggregateSample
-		switch {
-		case st.interval == iv && st.prev.Count > 0:
-			agg = st.prev
-		case st.interval == iv, st.interval == iv-1:
-			agg = st.cur
-		}
-		st.mu.Unlock()
+		agg := st.last(now)
 		if agg.Count == 0 {
 			return true
 		}

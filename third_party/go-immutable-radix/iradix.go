@@ -3,8 +3,7 @@ package iradix
 import (
 	"bytes"
 	"strings"
-
-	"github.com/hashicorp/golang-lru/simplelru"
+	"sync"
 )
 
 const (
@@ -61,7 +60,10 @@ type Txn struct {
 	// nodes for further writes and avoid unnecessary copies of nodes that
 	// have never been exposed outside the transaction. This will only hold
 	// up to defaultModifiedCache number of entries.
-	writable *simplelru.LRU
+	//
+	// ctlplane fork: a map from a pool, emptied when full, instead of an
+	// LRU made for every transaction (see FORK.md).
+	writable map[*Node]struct{}
 
 	// trackChannels is used to hold channels that need to be notified to
 	// signal mutation of the tree. This will only hold up to
@@ -88,7 +90,7 @@ func (t *Tree) Txn() *Txn {
 // does not track any nodes and has TrackMutate turned off. The cloned transaction will contain any uncommitted writes in the original transaction but further mutations to either will be independent and result in different radix trees on Commit. A cloned transaction may be passed to another goroutine and mutated there independently however each transaction may only be mutated in a single thread.
 func (t *Txn) Clone() *Txn {
 	// reset the writable node cache to avoid leaking future writes into the clone
-	t.writable = nil
+	t.releaseWritable()
 
 	txn := &Txn{
 		root: t.root,
@@ -130,7 +132,7 @@ func (t *Txn) trackChannel(ch *mutateCh) {
 
 	// Create the map on the fly when we need it.
 	if t.trackChannels == nil {
-		t.trackChannels = make(map[*mutateCh]struct{})
+		t.trackChannels = trackPool.Get().(map[*mutateCh]struct{})
 	}
 
 	// Otherwise we are good to track it.
@@ -144,11 +146,7 @@ func (t *Txn) trackChannel(ch *mutateCh) {
 func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	// Ensure the writable set exists.
 	if t.writable == nil {
-		lru, err := simplelru.NewLRU(defaultModifiedCache, nil)
-		if err != nil {
-			panic(err)
-		}
-		t.writable = lru
+		t.writable = writablePool.Get().(map[*Node]struct{})
 	}
 
 	// If this node has already been modified, we can continue to use it
@@ -156,7 +154,7 @@ func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	// a node update since the node is writable, but if this is for a leaf
 	// update we track it, in case the initial write to this node didn't
 	// update the leaf.
-	if _, ok := t.writable.Get(n); ok {
+	if _, ok := t.writable[n]; ok {
 		if t.trackMutate && forLeafUpdate && n.leaf != nil {
 			t.trackChannel(&n.leaf.mutateCh)
 		}
@@ -177,20 +175,26 @@ func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	// safe to replace this leaf with another after you get your node for
 	// writing. You MUST replace it, because the channel associated with
 	// this leaf will be closed when this transaction is committed.
+	//
+	// ctlplane fork: the prefix is shared, not copied: no node's prefix
+	// bytes are ever written (a prefix is resliced or replaced by concat),
+	// and insert already keeps slices of the caller's key as prefixes.
 	nc := &Node{
-		leaf: n.leaf,
-	}
-	if n.prefix != nil {
-		nc.prefix = make([]byte, len(n.prefix))
-		copy(nc.prefix, n.prefix)
+		leaf:   n.leaf,
+		prefix: n.prefix,
 	}
 	if len(n.edges) != 0 {
 		nc.edges = make([]edge, len(n.edges), len(n.edges)+1)
 		copy(nc.edges, n.edges)
 	}
 
-	// Mark this node as writable.
-	t.writable.Add(nc, nil)
+	// Mark this node as writable. Past the bound, forget the others: a node
+	// that is not known as writable is only copied again (as the LRU did
+	// with the least recently used ones).
+	if len(t.writable) >= defaultModifiedCache {
+		clear(t.writable)
+	}
+	t.writable[nc] = struct{}{}
 	return nc
 }
 
@@ -515,8 +519,27 @@ func (t *Txn) Commit() *Tree {
 // does not issue any notifications until Notify is called.
 func (t *Txn) CommitOnly() *Tree {
 	nt := &Tree{t.root, t.size}
-	t.writable = nil
+	t.releaseWritable()
 	return nt
+}
+
+// ctlplane fork: the writable and tracked-channel sets of finished
+// transactions are emptied and reused; a transaction makes them in every
+// memdb write (one per index it changes), and building them was a sixth of
+// the bytes a binding-rule create allocated.
+var (
+	writablePool = sync.Pool{New: func() any { return make(map[*Node]struct{}) }}
+	trackPool    = sync.Pool{New: func() any { return make(map[*mutateCh]struct{}) }}
+)
+
+// releaseWritable drops the writable set: after a commit the nodes belong
+// to the new tree and must not be changed in place.
+func (t *Txn) releaseWritable() {
+	if t.writable != nil {
+		clear(t.writable)
+		writablePool.Put(t.writable)
+		t.writable = nil
+	}
 }
 
 // slowNotify does a complete comparison of the before and after trees in order
@@ -602,6 +625,10 @@ func (t *Txn) Notify() {
 
 	// Clean up the tracking state so that a re-notify is safe (will trigger
 	// the else clause above which will be a no-op).
+	if t.trackChannels != nil {
+		clear(t.trackChannels)
+		trackPool.Put(t.trackChannels)
+	}
 	t.trackChannels = nil
 	t.trackOverflow = false
 }

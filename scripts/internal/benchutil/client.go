@@ -19,10 +19,13 @@ import (
 
 // Client talks HTTP/1.1 to one server, one connection per concurrent request.
 type Client struct {
-	Base      string // e.g. http://127.0.0.1:8500
-	Token     string // ACL token sent as X-Service-Token, if not ""
-	Transport *http.Transport
-	hc        *http.Client
+	Base  string // e.g. http://127.0.0.1:8500
+	Token string // ACL token, sent if not ""
+	// TokenHeader carries Token: X-Service-Token when "" (Consul reads
+	// ConsulTokenHeader).
+	TokenHeader string
+	Transport   *http.Transport
+	hc          *http.Client
 }
 
 // NewClient returns a client of the server at base that keeps up to
@@ -71,7 +74,11 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, wrote
 		return Response{Err: err}
 	}
 	if c.Token != "" {
-		req.Header.Set("X-Service-Token", c.Token)
+		h := c.TokenHeader
+		if h == "" {
+			h = "X-Service-Token"
+		}
+		req.Header.Set(h, c.Token)
 	}
 	if wrote != nil {
 		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{

@@ -1,0 +1,22 @@
+package client
+
+import "slices"
+
+// RunnerIDs lists the allocations this client has a runner for, sorted.
+func (c *Client) RunnerIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for id := range c.runners {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FullReads is how many reads of the node's changes answered the whole list.
+func (c *Client) FullReads() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fullReads
+}
