@@ -84,6 +84,13 @@ type Config struct {
 	// SchedulerWorkers is how many evaluations the leader runs at once
 	// (default: the number of CPUs).
 	SchedulerWorkers int
+	// LimitedPlacement places as Nomad's service stack: a placement
+	// without affinities or spreads scores ⌈log2 n⌉ fitting nodes of the
+	// evaluation's shuffled order (the job's anti-affinity spreads a group
+	// over the cluster) instead of every feasible node for the tightest
+	// fit. Off by default: spread placements wake every node, whose list
+	// reads then bound the placement rate (README, Orchestrator).
+	LimitedPlacement bool
 	// HeartbeatTTL is how long a client node may stay silent before it is
 	// marked down (default 10s).
 	HeartbeatTTL time.Duration

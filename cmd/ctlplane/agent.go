@@ -62,6 +62,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.IntVar(&cfg.MaxNodes, "max-nodes", 10000, "client nodes that may be registered; a new node over it is refused with 400")
 	flags.IntVar(&cfg.SchedulerWorkers, "scheduler-workers", 0, "evaluations the leader schedules at once (default: the number of CPUs)")
 	flags.IntVar(&cfg.SchedulerWorkers, "num-schedulers", 0, "the same as -scheduler-workers (Nomad's name)")
+	flags.BoolVar(&cfg.LimitedPlacement, "limited-placement", false, "place as Nomad's service stack: score ⌈log2 n⌉ nodes of a shuffled order per placement (the job's anti-affinity spreads it), not every node for the tightest fit")
 	flags.DurationVar(&cfg.GCInterval, "gc-interval", 5*time.Minute, "how often the leader garbage-collects finished evaluations, allocations, deployments, jobs and nodes")
 	flags.DurationVar(&cfg.EvalGCThreshold, "eval-gc-threshold", time.Hour, "how long an evaluation (and its allocations) must have been terminal before it is collected")
 	flags.DurationVar(&cfg.DeploymentGCThreshold, "deployment-gc-threshold", time.Hour, "how long a deployment must have been finished before it is collected")

@@ -18,10 +18,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +52,7 @@ func main() {
 	workers := flag.Int("scheduler-workers", 0, "the agent's scheduler workers (0: its default)")
 	registerRate := flag.Int("register-rate", 0, "small jobs registered per second in the evaluation run (0: as fast as the clients go), to see the latency below saturation")
 	registerClients := flag.Int("register-clients", 16, "concurrent clients registering the small jobs of the evaluation run")
+	limited := flag.Bool("limited-placement", false, "the agent places as Nomad's service stack (server -limited-placement; a revision without it places as it always did)")
 	nodesProcess := flag.Bool("nodes-process", false, "run the simulated nodes in a child process, so that the heap measured is the server's alone")
 	baseline := flag.String("baseline", "", "also run this benchmark on ctlplane built from this git revision, alternating with this tree, in the same run")
 	rounds := flag.Int("rounds", 1, "with -baseline: runs of each")
@@ -98,6 +102,15 @@ func main() {
 		cfg.DevNodes = 0
 	}
 	cfg.HeartbeatTTL = time.Minute
+	if *limited {
+		// By name: this file is also built over revisions without the field (-baseline).
+		if f := reflect.ValueOf(cfg).Elem().FieldByName("LimitedPlacement"); f.IsValid() {
+			f.SetBool(true)
+			fmt.Println("orchbench: limited placement (Nomad's service stack)")
+		} else {
+			fmt.Println("orchbench: this revision has no limited placement: it places as it always did")
+		}
+	}
 	// The simulated nodes of -nodes-process share one client IP.
 	cfg.HTTPMaxConnsPerClient = 0
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
@@ -136,6 +149,7 @@ func main() {
 		cpu.children.Seconds(), float64(cpu.children.Microseconds())/float64(max(total, 1)))
 	waitFor("placement deployments successful", 30*time.Minute, func() bool { return successful(a, "place-") >= *jobs })
 	fmt.Printf("             all %d deployments successful %s after the first register\n", *jobs, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("             evaluations of the placement jobs by trigger: %s\n", evalTriggers(a, "place-"))
 	heapAfter := heap()
 	if *memProfile != "" {
 		writeHeapProfile(*memProfile)
@@ -286,6 +300,23 @@ func evalLatency(a *agent.Agent, prefix string) *benchutil.Summary {
 		return nil
 	}
 	return benchutil.Summarize(lat)
+}
+
+// evalTriggers counts the evaluations of the jobs named with prefix by
+// what triggered them.
+func evalTriggers(a *agent.Agent, prefix string) string {
+	_, evals, _ := a.State().Evals(memdb.NewWatchSet(), state.AllNamespaces)
+	n := map[string]int{}
+	for _, ev := range evals {
+		if strings.HasPrefix(ev.JobID, prefix) {
+			n[ev.TriggeredBy]++
+		}
+	}
+	var out []string
+	for _, t := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, fmt.Sprintf("%s %d", t, n[t]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func readyNodes(a *agent.Agent) int {

@@ -38,7 +38,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 		aclSvc.RunTokenReaper(ctx, a.Config.TokenReapInterval)
 	})
 
-	a.Broker = evals.New(deps, serviceScheduler, a.Config.SchedulerWorkers)
+	a.Broker = evals.New(deps, serviceScheduler, a.Config.SchedulerWorkers, evals.LimitedPlacement(a.Config.LimitedPlacement))
 	a.AddLeaderRoutineErr("eval-broker", a.Broker.Run)
 
 	watcher := deployments.NewWatcher(deps)

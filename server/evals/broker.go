@@ -46,6 +46,8 @@ type Broker struct {
 	usage usage.View
 	// batcher writes the workers' evaluation updates, many per Raft entry.
 	batcher *evalBatcher
+	// limited: placements as Nomad's limited stack (scheduler/limit.go).
+	limited bool
 
 	processed atomic.Uint64
 	failed    atomic.Uint64
@@ -53,13 +55,25 @@ type Broker struct {
 	refused   atomic.Uint64
 }
 
+// Option tunes a broker.
+type Option func(*Broker)
+
+// LimitedPlacement makes the schedulers place as Nomad's service stack
+// does: a few nodes of a shuffled order scored per placement, not every
+// feasible node (server -limited-placement).
+func LimitedPlacement(on bool) Option { return func(b *Broker) { b.limited = on } }
+
 // New returns a broker running evaluations on workers goroutines.
-func New(deps svc.Deps, factory Factory, workers int) *Broker {
+func New(deps svc.Deps, factory Factory, workers int, opts ...Option) *Broker {
 	if workers < 1 {
 		workers = 1
 	}
-	return &Broker{deps: deps, factory: factory, workers: workers, logger: deps.Logger.Named("evals"),
+	b := &Broker{deps: deps, factory: factory, workers: workers, logger: deps.Logger.Named("evals"),
 		batcher: &evalBatcher{raft: deps.Raft}}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
 }
 
 // AllocsDeleted tells the broker that allocations were deleted at index
@@ -416,6 +430,9 @@ func (p *planner) NodeUsage(snap usage.Source) (map[string]state.Resources, erro
 func (p *planner) NodeList(snap usage.NodeSource) (*usage.NodeList, error) {
 	return p.broker.usage.NodeList(snap)
 }
+
+// LimitedPlacement makes the planner the scheduler's PlacementLimiter.
+func (p *planner) LimitedPlacement() bool { return p.broker.limited }
 
 func (p *planner) UpdateEval(eval *state.Evaluation) error { return p.upsert(eval) }
 func (p *planner) CreateEval(eval *state.Evaluation) error { return p.upsert(eval) }

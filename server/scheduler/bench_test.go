@@ -49,3 +49,19 @@ func BenchmarkProcess1000x1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "placements/s")
 }
+
+// BenchmarkPlanLimited1000x1000 is BenchmarkPlan1000x1000 with limited
+// placement (Nomad's LimitIterator: ⌈log2 1000⌉ = 10 nodes scored per
+// placement, not 1,000).
+func BenchmarkPlanLimited1000x1000(b *testing.B) {
+	h, id := benchSetup(b)
+	snap, e := h.store.PointInTime(), h.eval(id)
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := computeWith(snap, e, nil, time.Now(), true)
+		if err != nil || len(res.plan.Placements) != 1000 {
+			b.Fatalf("%v, %d placements", err, len(res.plan.Placements))
+		}
+	}
+	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "placements/s")
+}

@@ -345,8 +345,9 @@ func TestConstraintChangeInPlace(t *testing.T) {
 }
 
 // TestPlacedAllocationMetrics: a placed allocation keeps its metric, with
-// the scored nodes best first (the chosen node on top) and its time; of 3
-// nodes, 2 are scored (Nomad's limit: ⌈log2 n⌉, at least 2).
+// the scored nodes best first (the chosen node on top) and its time; with
+// limited placement, 2 of the 3 nodes are scored (Nomad's limit: ⌈log2 n⌉,
+// at least 2).
 func TestPlacedAllocationMetrics(t *testing.T) {
 	h := newHarness(t)
 	nodes := h.fleet()
@@ -361,7 +362,7 @@ func TestPlacedAllocationMetrics(t *testing.T) {
 	if m == nil || m.NodesEvaluated != 3 || m.NodesFiltered != 0 || m.NodesExhausted != 0 || m.AllocationTime <= 0 {
 		t.Fatalf("metric %+v", m)
 	}
-	if len(m.ScoreMetaData) != 2 || m.ScoreMetaData[0].NodeID != live[0].NodeID {
+	if len(m.ScoreMetaData) != 3 || m.ScoreMetaData[0].NodeID != live[0].NodeID {
 		t.Fatalf("scores %+v, placed on %s", m.ScoreMetaData, live[0].NodeID)
 	}
 	for _, s := range m.ScoreMetaData {
@@ -370,4 +371,13 @@ func TestPlacedAllocationMetrics(t *testing.T) {
 		}
 	}
 	_ = nodes
+
+	lh := newHarness(t)
+	lh.limited = true
+	lh.fleet()
+	lh.process(lh.register(j))
+	if live := lh.live("web"); len(live) != 1 || live[0].Metrics == nil || len(live[0].Metrics.ScoreMetaData) != 2 ||
+		live[0].Metrics.ScoreMetaData[0].NodeID != live[0].NodeID || live[0].Metrics.NodesEvaluated != 3 {
+		t.Fatalf("limited placement: %+v", live)
+	}
 }

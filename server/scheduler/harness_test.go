@@ -36,7 +36,13 @@ type harness struct {
 	// noCrossCheck (benchmarks).
 	usage        usage.View
 	noCrossCheck bool
+	// limited: the scheduler places as Nomad's limited stack (limit.go).
+	limited bool
 }
+
+// LimitedPlacement makes the harness a PlacementLimiter, as the broker's
+// planner is.
+func (h *harness) LimitedPlacement() bool { return h.limited }
 
 // NodeUsage makes the harness the scheduler's UsageSource, as the broker's
 // planner is.
@@ -235,7 +241,7 @@ func (h *harness) crossCheck(e *state.Evaluation) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	walked, err := compute(snap, e, nil, h.now)
+	walked, err := computeWith(snap, e, nil, h.now, h.limited)
 	if err != nil {
 		h.t.Fatal(err)
 	}

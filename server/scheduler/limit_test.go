@@ -6,18 +6,20 @@ import (
 	"time"
 )
 
-// A large group over many nodes scores a few nodes per placement, going
+// With limited placement a large group over many nodes scores a few nodes
+// per placement, going
 // on where the last one stopped in the evaluation's order: 1,000
 // allocations land on (nearly) 1,000 distinct nodes, and computing the
 // same evaluation again places every allocation on the same node.
 func TestLimitedPlacementSpreadsAndIsDeterministic(t *testing.T) {
 	h := newHarness(t)
+	h.limited = true
 	for i := range 1000 {
 		h.node(fmt.Sprintf("node-%d", i), "dc1", 4000, 8192)
 	}
 	e := h.register(testJob("big", 1000))
 	snap := h.store.PointInTime()
-	first, err := compute(snap, e, nil, time.Now())
+	first, err := compute(snap, e, h, time.Now())
 	if err != nil || len(first.plan.Placements) != 1000 {
 		t.Fatalf("%v, %d placements", err, len(first.plan.Placements))
 	}
@@ -32,7 +34,7 @@ func TestLimitedPlacementSpreadsAndIsDeterministic(t *testing.T) {
 	if len(perNode) < 990 {
 		t.Errorf("1,000 allocations on %d nodes, want them spread (at least 990)", len(perNode))
 	}
-	again, err := compute(snap, e, nil, time.Now())
+	again, err := compute(snap, e, h, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestLimitedPlacementSpreadsAndIsDeterministic(t *testing.T) {
 	// Another evaluation orders the nodes otherwise.
 	other := *e
 	other.ID = "00000000-0000-0000-0000-000000000001"
-	third, err := compute(snap, &other, nil, time.Now())
+	third, err := compute(snap, &other, h, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

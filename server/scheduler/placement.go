@@ -53,9 +53,11 @@ type placer struct {
 	nodeAllocs func(nodeID string) ([]*state.Allocation, error)
 	released   map[string]bool
 	err        error
-	// seed orders the nodes of this evaluation (from its ID: the same
-	// evaluation computed twice places alike).
-	seed uint64
+	// limited: Nomad's limited placement (limit.go); seed orders the
+	// nodes of this evaluation for it (from its ID: the same evaluation
+	// computed twice places alike).
+	limited bool
+	seed    uint64
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every
@@ -149,84 +151,74 @@ func (p *placer) reclaim(a *state.Allocation) {
 
 // place picks the node for one allocation of tg and books its resources,
 // or returns nil when no node fits; the metric says what it saw either
-// way. As Nomad's service stack: the nodes are scored by bin-packing, the
-// job's anti-affinity and the rescheduling penalty on nodes in avoid
-// (where a predecessor failed); without affinities or spreads only the
-// first few fitting nodes of the evaluation's shuffled order are scored
-// (Nomad's LimitIterator), with them every feasible node.
+// way. Every node is scored by bin-packing, the job's anti-affinity and
+// the rescheduling penalty on nodes in avoid (where a predecessor failed).
+// With affinities or spreads the best normalized score of every feasible
+// node wins (Nomad's ranking); without, the tightest fit of them all, or,
+// with limited placement, the best score of the first few fitting nodes of
+// the evaluation's shuffled order (Nomad's LimitIterator, limit.go).
 func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]bool) (*nodeInfo, []state.AllocatedPort, *state.AllocMetric) {
 	start := time.Now()
-	need := tg.Resources()
 	st := p.staticFor(job, tg)
-	m := st.metric(st.inPool)
-	props := p.propertyCounts(job, tg)
-	checkDistinct := props != nil || hasOperand(job.Constraints, ConstraintDistinctHosts) || hasOperand(tg.Constraints, ConstraintDistinctHosts)
+	c := &candidates{p: p, job: job, tg: tg, need: tg.Resources(), m: st.metric(st.inPool), props: p.propertyCounts(job, tg),
+		exhaustedNet: map[string]int{}}
+	c.checkDistinct = c.props != nil || hasOperand(job.Constraints, ConstraintDistinctHosts) || hasOperand(tg.Constraints, ConstraintDistinctHosts)
 	affinities := groupAffinities(job, tg)
 	spreads := p.groupSpreads(job, tg)
+	// With affinities the best normalized score wins (Nomad's ranking);
+	// without, the tightest fit (the same order, with ctlplane's
+	// tie-breaks), or with limited placement the best score of a few.
+	ranked := len(affinities) > 0 || spreads != nil
 	var best *nodeInfo
+	var bestScore float64
 	var bestNorm nodeScore
+	bestAvoided := false
 	var top topScores
-	var exhaustedCPU, exhaustedMem int // tallied here, mapped once
-	exhaustedNet := map[string]int{}
 	var bestPorts []state.AllocatedPort
-	// score checks the i-th feasible node and scores it (ok false: it
-	// was filtered or is full, as the metric now says).
-	score := func(i int) (ns nodeScore, ports []state.AllocatedPort, ok bool) {
-		ni := st.feasible[i]
-		if checkDistinct {
-			if reason := p.distinct(job, tg, ni, props); reason != "" {
-				m.FilterNode(ni.node, reason)
-				return ns, nil, false
+	if p.limited && !ranked {
+		st.limited(p.seed, tg.Name, func(i int) (nodeScore, []state.AllocatedPort, bool) {
+			ni := st.feasible[i]
+			free, ports, ok := c.check(ni)
+			if !ok {
+				return nodeScore{}, nil, false
 			}
-		}
-		free, fits := fitScore(ni, need)
-		if !fits {
-			m.NodesExhausted++
-			if ni.node.NodeClass != "" {
-				m.ExhaustClass(ni.node.NodeClass)
+			ns := newNodeScore(ni, free, avoid[ni.node.ID], ni.groupAllocs[tg.Name], tg.Count, 0, false)
+			top.add(ns)
+			return ns, ports, true
+		}, func(ns nodeScore, ports []state.AllocatedPort) {
+			if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ns.ni.jobAllocs < best.jobAllocs) {
+				best, bestNorm, bestPorts = ns.ni, ns, ports
 			}
-			if exhausted(ni, need) == dimensionCPU {
-				exhaustedCPU++
-			} else {
-				exhaustedMem++
-			}
-			return ns, nil, false
-		}
-		ports, dim := p.assignPorts(ni, tg)
-		if dim != "" {
-			m.NodesExhausted++
-			if ni.node.NodeClass != "" {
-				m.ExhaustClass(ni.node.NodeClass)
-			}
-			exhaustedNet[dim]++
-			return ns, nil, false
-		}
-		ns = newNodeScore(ni, free, avoid[ni.node.ID], ni.groupAllocs[tg.Name], tg.Count, st.affinity(i), len(affinities) > 0)
-		if spreads != nil {
-			ns.addSpread(spreadScore(spreads, ni.node))
-		}
-		top.add(ns)
-		return ns, ports, true
-	}
-	// The best normalized score wins; on a tie the node with fewer of the
-	// job's allocations, then the one seen first.
-	pick := func(ns nodeScore, ports []state.AllocatedPort) {
-		if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ns.ni.jobAllocs < best.jobAllocs) {
-			best, bestNorm, bestPorts = ns.ni, ns, ports
-		}
-	}
-	if len(affinities) > 0 || spreads != nil {
-		for i := range st.feasible {
-			if ns, ports, ok := score(i); ok {
-				pick(ns, ports)
-			}
-		}
+		})
 	} else {
-		st.limited(p.seed, tg.Name, score, pick)
+		for i, ni := range st.feasible {
+			score, ports, ok := c.check(ni)
+			if !ok {
+				continue
+			}
+			avoided := avoid[ni.node.ID]
+			ns := newNodeScore(ni, score, avoided, ni.groupAllocs[tg.Name], tg.Count, st.affinity(i), len(affinities) > 0)
+			if spreads != nil {
+				ns.addSpread(spreadScore(spreads, ni.node))
+			}
+			top.add(ns)
+			if ranked {
+				if best == nil || ns.norm > bestNorm.norm || (ns.norm == bestNorm.norm && ni.jobAllocs < best.jobAllocs) {
+					best, bestNorm, bestPorts = ni, ns, ports
+				}
+				continue
+			}
+			if best == nil || (bestAvoided && !avoided) || (avoided == bestAvoided && (score < bestScore ||
+				(score == bestScore && (ni.jobAllocs < best.jobAllocs ||
+					(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))))) {
+				best, bestScore, bestAvoided, bestPorts = ni, score, avoided, ports
+			}
+		}
 	}
+	m := c.m
 	m.ScoreMetaData = top.meta()
-	exhaustedNet[dimensionCPU], exhaustedNet[dimensionMemory] = exhaustedCPU, exhaustedMem
-	for dim, n := range exhaustedNet {
+	c.exhaustedNet[dimensionCPU], c.exhaustedNet[dimensionMemory] = c.exhaustedCPU, c.exhaustedMem
+	for dim, n := range c.exhaustedNet {
 		if n > 0 {
 			if m.DimensionExhausted == nil {
 				m.DimensionExhausted = map[string]int{}
@@ -235,13 +227,63 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 		}
 	}
 	if best != nil {
-		best.used.CPU += need.CPU
-		best.used.MemoryMB += need.MemoryMB
+		best.used.CPU += c.need.CPU
+		best.used.MemoryMB += c.need.MemoryMB
 		best.count(tg.Name, 1)
 		p.bookPorts(best, bestPorts)
 	}
 	m.AllocationTime = int64(time.Since(start))
 	return best, bestPorts, m
+}
+
+// candidates checks the feasible nodes of one placement for what depends
+// on the placements so far (distinct hosts and properties, room, ports),
+// tallying into the placement's metric what it filters.
+type candidates struct {
+	p             *placer
+	job           *state.Job
+	tg            *state.TaskGroup
+	need          state.Resources
+	m             *state.AllocMetric
+	props         []*propertyUse
+	checkDistinct bool
+	// tallied here, mapped into the metric once
+	exhaustedCPU, exhaustedMem int
+	exhaustedNet               map[string]int
+}
+
+// check says whether ni can take the allocation, with its fit score
+// (fitScore) and the ports it would get.
+func (c *candidates) check(ni *nodeInfo) (float64, []state.AllocatedPort, bool) {
+	if c.checkDistinct {
+		if reason := c.p.distinct(c.job, c.tg, ni, c.props); reason != "" {
+			c.m.FilterNode(ni.node, reason)
+			return 0, nil, false
+		}
+	}
+	score, ok := fitScore(ni, c.need)
+	if !ok {
+		c.m.NodesExhausted++
+		if ni.node.NodeClass != "" {
+			c.m.ExhaustClass(ni.node.NodeClass)
+		}
+		if exhausted(ni, c.need) == dimensionCPU {
+			c.exhaustedCPU++
+		} else {
+			c.exhaustedMem++
+		}
+		return 0, nil, false
+	}
+	ports, dim := c.p.assignPorts(ni, c.tg)
+	if dim != "" {
+		c.m.NodesExhausted++
+		if ni.node.NodeClass != "" {
+			c.m.ExhaustClass(ni.node.NodeClass)
+		}
+		c.exhaustedNet[dim]++
+		return 0, nil, false
+	}
+	return score, ports, true
 }
 
 // fitScore is the node's free share (CPU plus memory, each 0..1; an

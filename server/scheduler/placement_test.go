@@ -112,12 +112,27 @@ func TestNotReadyNodesAreSkipped(t *testing.T) {
 	}
 }
 
-// Bin-packing puts the first allocation on the tighter fit; the job's
-// anti-affinity then spreads the others (Nomad's scores, worked by hand:
-// small 0.125 vs big 0.05 empty; a node with n of the 5 gets
-// -(n+1)/5 averaged in).
-func TestBinPackWithJobAntiAffinity(t *testing.T) {
+func TestBinPackPrefersTightestFit(t *testing.T) {
 	h := newHarness(t)
+	h.node("big", "dc1", 1000, 0)
+	h.node("small", "dc1", 400, 0)
+	h.process(h.register(testJob("web", 5, withNoUpdate())))
+	got := map[string]int{}
+	for _, a := range h.live("web") {
+		got[a.NodeName]++
+	}
+	if want := map[string]int{"small": 4, "big": 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("allocs per node %v, want %v", got, want)
+	}
+}
+
+// With limited placement (Nomad's stack), bin-packing puts the first
+// allocation on the tighter fit; the job's anti-affinity then spreads the
+// others (Nomad's scores, worked by hand: small 0.125 vs big 0.05 empty;
+// a node with n of the 5 gets -(n+1)/5 averaged in).
+func TestLimitedBinPackWithJobAntiAffinity(t *testing.T) {
+	h := newHarness(t)
+	h.limited = true
 	h.node("big", "dc1", 1000, 0)
 	h.node("small", "dc1", 400, 0)
 	h.process(h.register(testJob("web", 5, withNoUpdate())))

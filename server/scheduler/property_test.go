@@ -33,7 +33,11 @@ func TestRolloutInvariantsProperty(t *testing.T) {
 		seeds = n
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runProperty(t, seed, 150) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runProperty(t, seed, 150, false) })
+	}
+	// The same histories placed by Nomad's limited stack.
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		t.Run(fmt.Sprint("limited-", seed), func(t *testing.T) { runProperty(t, seed, 150, true) })
 	}
 }
 
@@ -85,9 +89,10 @@ func (h *harness) reconnect(nodeID string) {
 	}
 }
 
-func runProperty(t *testing.T, seed int64, steps int) {
+func runProperty(t *testing.T, seed int64, steps int, limited bool) {
 	rng := rand.New(rand.NewSource(seed))
 	h := newHarness(t)
+	h.limited = limited
 	var log []string
 	fail := func(format string, args ...any) {
 		t.Helper()

@@ -92,8 +92,15 @@ type groupState struct {
 	placedNames map[int]bool
 }
 
-// compute reconciles the evaluation's job with snap and returns the plan.
+// compute reconciles the evaluation's job with snap and returns the plan,
+// placing with limited placement when view says so (PlacementLimiter).
 func compute(snap State, eval *state.Evaluation, view UsageSource, now time.Time) (*result, error) {
+	l, ok := view.(PlacementLimiter)
+	return computeWith(snap, eval, view, now, ok && l.LimitedPlacement())
+}
+
+// computeWith is compute with limited placement on or off.
+func computeWith(snap State, eval *state.Evaluation, view UsageSource, now time.Time, limited bool) (*result, error) {
 	ns, jobID := eval.Namespace, eval.JobID
 	_, job, err := snap.Job(nil, ns, jobID)
 	if err != nil {
@@ -157,7 +164,9 @@ func compute(snap State, eval *state.Evaluation, view UsageSource, now time.Time
 		}
 		r.placer = newPlacer(nodes, cluster, ns, jobID)
 	}
-	r.placer.seed = seedOf(eval.ID)
+	if limited {
+		r.placer.limited, r.placer.seed = true, seedOf(eval.ID)
+	}
 	r.nodes = nodes.ByID
 	r.pickDeployment(deployments)
 

@@ -67,6 +67,14 @@ type NodeListSource interface {
 	NodeList(snap usage.NodeSource) (*usage.NodeList, error)
 }
 
+// PlacementLimiter is an optional capability of a UsageSource: whether
+// placements without affinities or spreads score only a few nodes of a
+// shuffled order, as Nomad's service stack (limit.go), rather than every
+// feasible node for the tightest fit.
+type PlacementLimiter interface {
+	LimitedPlacement() bool
+}
+
 // Scheduler processes one evaluation.
 type Scheduler interface {
 	Process(eval *state.Evaluation) error
