@@ -55,6 +55,9 @@ type config struct {
 	consul        string    // -consul: the Consul binary measured beside
 }
 
+// consulSystem names the -consul reference among the measured systems.
+const consulSystem = "consul"
+
 // variant is another spawned server, with extra agent flags, whose creates
 // are measured next to the main one's.
 type variant struct {
@@ -222,7 +225,7 @@ func run() error {
 		defer cs.Stop()
 		c := benchutil.NewClient(cs.URL, slices.Max(cfg.clients)+16)
 		c.Token, c.TokenHeader = cs.Token, benchutil.ConsulTokenHeader
-		others = append(others, system{name: "consul", c: c, pid: cs.Pid()})
+		others = append(others, system{name: consulSystem, c: c, pid: cs.Pid()})
 		notes = append(notes, fmt.Sprintf("# reference:  %s: one persistent server, ACLs on, default deny (%s)", cs.Version, cs.URL))
 	}
 
