@@ -48,7 +48,7 @@ echo "== 1. single node, next to a single-member etcd (creates: every rule its o
 # server with ACLs on, and the summary compares ctlplane with it.
 echo "   Consul reference: ${CONSUL_BIN:-none (CONSUL_BIN unset)}"
 go run ./scripts/loadgen -spawn -duration="$dur" -rounds="$rounds" -watchers="$watchers" -read-clients=16 -etcd=1 \
-	-name=boltdb -variant=wal=-raft-log-store=wal -variant=acl-off=-acl-enabled=false -summary="$summary" -label=single
+	-name=boltdb -variant=wal=-raft-log-store=wal -variant=acl-off=-acl-enabled=false -consul="${CONSUL_BIN:-}" -summary="$summary" -label=single
 echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd:"
 echo "   a. boltdb, Raft over mutual TLS vs etcd with mutual peer TLS (the headline, like for like)"
 echo "   b. boltdb, Raft without TLS (-insecure-raft) vs etcd with peers without TLS"

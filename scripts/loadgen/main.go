@@ -114,7 +114,7 @@ func run() error {
 	templates := flag.String("templates", "distinct,repeated", "create: BindName loads, comma-separated, the headline first: distinct (svc<N>-${value.name}, every rule its own) and/or repeated (every rule svc-${value.name})")
 	flag.StringVar(&cfg.summary, "summary", "", "append the create, etcd, read and fanout measurements to this file, tab-separated, for scripts/benchsummary")
 	flag.StringVar(&cfg.label, "label", "loadgen", "with -summary: the label of this run's lines")
-	flag.StringVar(&cfg.consul, "consul", os.Getenv("CONSUL_BIN"), "create, read: also start this Consul binary (1.16: one persistent server, ACLs on) and measure the same loads on it right after ctlplane's, as the upstream reference (env CONSUL_BIN; README says how to build it)")
+	flag.StringVar(&cfg.consul, "consul", "", "create, read: also start this Consul binary (1.16: one persistent server, ACLs on) and measure the same loads on it right after ctlplane's, as the upstream reference (make bench passes $CONSUL_BIN; README says how to build it)")
 	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file (to see how much of the machine the measuring side takes)")
 	flag.Parse()
 	if *cpuProfile != "" {

@@ -44,7 +44,7 @@ func StartConsul(ctx context.Context, bin, dir string) (*Consul, error) {
 	}
 	c.URL = "http://127.0.0.1:" + ports[0]
 	config := fmt.Sprintf(`acl { enabled = true, default_policy = "deny", tokens { initial_management = %q } }
-ports { http = %s, server = %s, serf_lan = %s, serf_wan = %s, dns = -1, grpc = -1 }
+ports { http = %s, server = %s, serf_lan = %s, serf_wan = %s, dns = -1, grpc = -1, grpc_tls = -1 }
 `, c.Token, ports[0], ports[1], ports[2], ports[3])
 	cfgPath := filepath.Join(dir, "consul.hcl")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
