@@ -67,7 +67,14 @@ func TestClientTriesTheNextServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		select { // a client that ignored its cancellation fails the test rather than hanging it
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("the client did not stop within 30 s of its context's cancellation")
+		}
+	}()
 	select {
 	case <-c.Registered():
 	case err := <-done:
