@@ -36,13 +36,7 @@ func (u *nodeUsage) apply(changes memdb.Changes) {
 		if c.Table != allocsTable {
 			continue
 		}
-		var before, after *Allocation
-		if c.Before != nil {
-			before = c.Before.(*Allocation)
-		}
-		if c.After != nil {
-			after = c.After.(*Allocation)
-		}
+		before, after := allocChange(c)
 		if sameUse(before, after) {
 			continue // a client's status report, most of the time
 		}
@@ -143,4 +137,16 @@ func (u *nodeUsage) room(nodeID string, ports []int) (Resources, map[int][]strin
 		}
 	}
 	return n.res, held
+}
+
+// allocChange is an allocations-table change's rows, nil where absent
+// (before: an insert; after: a delete).
+func allocChange(c memdb.Change) (before, after *Allocation) {
+	if c.Before != nil {
+		before = c.Before.(*Allocation)
+	}
+	if c.After != nil {
+		after = c.After.(*Allocation)
+	}
+	return before, after
 }

@@ -162,13 +162,7 @@ func (w *nodeAllocWatch) commit(txn *memdb.Txn, idx uint64) {
 		if c.Table != allocsTable {
 			continue
 		}
-		var before, after *Allocation
-		if c.Before != nil {
-			before = c.Before.(*Allocation)
-		}
-		if c.After != nil {
-			after = c.After.(*Allocation)
-		}
+		before, after := allocChange(c)
 		a := after
 		if a == nil {
 			a = before

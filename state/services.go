@@ -175,13 +175,7 @@ func updateServicesTxn(txn *memdb.Txn, idx uint64, changes memdb.Changes) error 
 	for _, c := range changes {
 		switch c.Table {
 		case allocsTable:
-			var before, after *Allocation
-			if c.Before != nil {
-				before = c.Before.(*Allocation)
-			}
-			if c.After != nil {
-				after = c.After.(*Allocation)
-			}
+			before, after := allocChange(c)
 			if after == nil {
 				n, err := deleteServicesTxn(txn, "alloc", before.ID)
 				if err != nil {
