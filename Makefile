@@ -17,6 +17,7 @@ dev:
 test: deps
 	$(GO) test -race -count=1 -timeout 18m ./...
 	cd third_party/go-immutable-radix && $(GO) test -race -count=1 .
+	cd third_party/raft && $(GO) test -race -count=1 -run 'TestLeader(ReplicatesWhileWriting|WriteFailureLosesLeadership)$$' .
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:

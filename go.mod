@@ -60,7 +60,6 @@ require (
 	github.com/hashicorp/go-metrics v0.6.1 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/hashicorp/go-rootcerts v1.0.2 // indirect
-	github.com/hashicorp/golang-lru v1.0.2 // indirect
 	github.com/hashicorp/serf v0.10.4 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
@@ -92,3 +91,5 @@ require (
 )
 
 replace github.com/hashicorp/go-immutable-radix => ./third_party/go-immutable-radix
+
+replace github.com/hashicorp/raft => ./third_party/raft

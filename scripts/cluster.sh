@@ -14,11 +14,13 @@
 # CLUSTER_TLS=0 starts them without TLS instead (-insecure-raft: Raft over
 # plain TCP, HTTP only), to compare with an etcd whose peers run without TLS.
 # CLUSTER_ARGS adds agent flags to every server (e.g. -raft-log-store=wal).
+# CLUSTER_BIN runs that ctlplane binary instead of building this tree's (to
+# compare with another revision's build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:-}
 dir=${2:-data/cluster}
-bin=bin/ctlplane
+bin=${CLUSTER_BIN:-bin/ctlplane}
 
 token() {
 	if [ -n "${CTLPLANE_TOKEN:-}" ]; then
@@ -38,8 +40,8 @@ certs() {
 }
 
 start() {
-	go build -o "$bin" ./cmd/ctlplane
-	abs_bin=$(pwd)/$bin
+	if [ -z "${CLUSTER_BIN:-}" ]; then go build -o "$bin" ./cmd/ctlplane; fi
+	abs_bin=$(realpath "$bin")
 	mkdir -p "$dir"
 	tls_args=(-insecure-raft)
 	if [ "${CLUSTER_TLS:-1}" != 0 ]; then
