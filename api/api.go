@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
 // Config configures a Client.
@@ -238,9 +236,9 @@ func decode(resp *http.Response, out any) error {
 	}
 	if resp.Header.Get("Content-Type") == MsgpackContentType {
 		// Whole, then decoded: the codec reads a plain io.Reader a byte at a time.
-		buf, err := io.ReadAll(resp.Body)
+		buf, err := ReadBody(resp.Body, resp.ContentLength)
 		if err == nil {
-			err = codec.NewDecoderBytes(buf, msgpackHandle).Decode(out)
+			err = decodeMsgpackBytes(buf, out)
 		}
 		if err != nil {
 			return fmt.Errorf("decoding the response: %w", err)

@@ -158,7 +158,8 @@ func (c *Client) UpdateAllocations(ctx context.Context, nodeID string, updates [
 		}
 		return &out, nil
 	}
-	buf, err := encodeMsgpack(req)
+	// Not from a pool: the transport may read the body after the answer.
+	buf, err := NewMsgpackEncoder(msgpackHandle).Encode(req)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}

@@ -20,6 +20,8 @@ var clientMsgpack = func() *codec.MsgpackHandle {
 	return h
 }()
 
+var clientEncoders = api.NewMsgpackEncoders(clientMsgpack)
+
 // decodeClientBody is decodeBody, or msgpack when the body says it is.
 func decodeClientBody(r *http.Request, what string, out any) error {
 	if r.Header.Get("Content-Type") != api.MsgpackContentType {
@@ -29,7 +31,8 @@ func decodeClientBody(r *http.Request, what string, out any) error {
 	if r.Body == nil {
 		return decodeFailed(prefix, io.EOF)
 	}
-	buf, err := io.ReadAll(r.Body) // at most the body limit
+	// At most the route's body limit is read; at most 4 MiB made up front.
+	buf, err := api.ReadBody(r.Body, min(r.ContentLength, 4<<20))
 	if err != nil {
 		return decodeFailed(prefix, err)
 	}
@@ -52,8 +55,10 @@ func wantsMsgpack(r *http.Request) bool {
 
 // writeMsgpack answers obj in msgpack (the handler then returns written).
 func writeMsgpack(w http.ResponseWriter, obj any) (any, error) {
-	var buf []byte
-	if err := codec.NewEncoderBytes(&buf, clientMsgpack).Encode(obj); err != nil {
+	enc := clientEncoders.Get()
+	defer clientEncoders.Put(enc)
+	buf, err := enc.Encode(obj)
+	if err != nil {
 		return nil, fmt.Errorf("failed to encode the response: %w", err)
 	}
 	w.Header().Set("Content-Type", api.MsgpackContentType)

@@ -65,6 +65,8 @@ type placer struct {
 	// noScoreCache scores every node for every placement (scoreCache's
 	// reference in the tests).
 	noScoreCache bool
+	// topBuf is the best scores' slice of the last placement, reused.
+	topBuf []nodeScore
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every
@@ -181,7 +183,7 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	var bestScore float64
 	var bestNorm nodeScore
 	bestAvoided := false
-	var top topScores
+	top := topScores{entries: p.topBuf[:0]} // copied out by meta: reused
 	var bestPorts []state.AllocatedPort
 	if p.limited && !ranked {
 		st.limited(p.seed, tg.Name, func(i int) (nodeScore, []state.AllocatedPort, bool) {
@@ -250,6 +252,7 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	}
 	m := c.m
 	m.ScoreMetaData = top.meta()
+	p.topBuf = top.entries[:0]
 	c.exhaustedNet[dimensionCPU], c.exhaustedNet[dimensionMemory] = c.exhaustedCPU, c.exhaustedMem
 	for dim, n := range c.exhaustedNet {
 		if n > 0 {
