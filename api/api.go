@@ -30,6 +30,12 @@ type Config struct {
 	// HTTPClient sends the requests (default: a client with its own pooled
 	// transport). Many clients of one server should share one.
 	HTTPClient *http.Client
+	// Msgpack speaks msgpack (MsgpackContentType) on the client protocol's
+	// busiest calls, a node's allocation changes and its status reports,
+	// as Nomad's clients speak msgpack to their servers; JSON otherwise.
+	// A server before it answers the changes in JSON (read as well) but
+	// refuses a msgpack report.
+	Msgpack bool
 }
 
 // Client talks to one ctlplane server.
@@ -38,6 +44,7 @@ type Client struct {
 	token      string
 	nodeSecret string
 	http       *http.Client
+	msgpack    bool
 }
 
 // NewClient returns a client for cfg.Address.
@@ -60,13 +67,13 @@ func NewClient(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	return &Client{base: u, token: cfg.Token, nodeSecret: cfg.NodeSecret, http: hc}, nil
+	return &Client{base: u, token: cfg.Token, nodeSecret: cfg.NodeSecret, http: hc, msgpack: cfg.Msgpack}, nil
 }
 
 // AsNode is a copy of the client that presents a node's secret and no
 // ACL token (a node's calls after its registration).
 func (c *Client) AsNode(secret string) *Client {
-	return &Client{base: c.base, nodeSecret: secret, http: c.http}
+	return &Client{base: c.base, nodeSecret: secret, http: c.http, msgpack: c.msgpack}
 }
 
 // WithNodeSecret is a copy of the client that also presents a node's
@@ -120,6 +127,12 @@ type QueryMeta struct {
 
 // query GETs path into out.
 func (c *Client) query(ctx context.Context, path string, q *QueryOptions, out any) (*QueryMeta, error) {
+	return c.queryAs(ctx, path, q, out, false)
+}
+
+// queryAs is query, asking for a msgpack answer when msgpack is set (the
+// answer is decoded as its Content-Type says).
+func (c *Client) queryAs(ctx context.Context, path string, q *QueryOptions, out any, msgpack bool) (*QueryMeta, error) {
 	params := url.Values{}
 	if q != nil {
 		if q.WaitIndex > 0 {
@@ -137,7 +150,11 @@ func (c *Client) query(ctx context.Context, path string, q *QueryOptions, out an
 		// A flag, without "=".
 		raw = strings.TrimPrefix(raw+"&stale", "&")
 	}
-	resp, err := c.do(ctx, http.MethodGet, path, raw, nil)
+	accept := ""
+	if msgpack {
+		accept = MsgpackContentType
+	}
+	resp, err := c.send(ctx, http.MethodGet, path, raw, nil, "", accept)
 	if err != nil {
 		return nil, err
 	}
@@ -174,8 +191,13 @@ func (c *Client) write(ctx context.Context, method, path string, in, out any) er
 	return decode(resp, out)
 }
 
-// do sends a request and turns an answer other than 200 into *Error.
+// do sends a request (a body is JSON) and turns an answer other than 200 into *Error.
 func (c *Client) do(ctx context.Context, method, path, rawQuery string, body io.Reader) (*http.Response, error) {
+	return c.send(ctx, method, path, rawQuery, body, "application/json", "")
+}
+
+// send is do with the body's Content-Type and the Accept header ("": none).
+func (c *Client) send(ctx context.Context, method, path, rawQuery string, body io.Reader, contentType, accept string) (*http.Response, error) {
 	u := *c.base
 	u.Path = c.base.Path + path
 	u.RawQuery = rawQuery
@@ -184,7 +206,10 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body io.
 		return nil, err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	if c.token != "" {
 		req.Header.Set("X-Service-Token", c.token)
@@ -207,6 +232,17 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body io.
 func decode(resp *http.Response, out any) error {
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if resp.Header.Get("Content-Type") == MsgpackContentType {
+		// Whole, then decoded: the codec reads a plain io.Reader a byte at a time.
+		buf, err := ReadBody(resp.Body, resp.ContentLength)
+		if err == nil {
+			err = decodeMsgpackBytes(buf, out)
+		}
+		if err != nil {
+			return fmt.Errorf("decoding the response: %w", err)
+		}
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {

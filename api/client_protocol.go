@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/url"
 	"strconv"
 	"time"
@@ -139,7 +141,7 @@ func (c *Client) NodeAllocationChanges(ctx context.Context, nodeID string, since
 		qc.Params[k] = v
 	}
 	var out ClientAllocChanges
-	meta, err := c.query(ctx, "/v1/client/allocations/"+url.PathEscape(nodeID), &qc, &out)
+	meta, err := c.queryAs(ctx, "/v1/client/allocations/"+url.PathEscape(nodeID), &qc, &out, c.msgpack)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,7 +151,24 @@ func (c *Client) NodeAllocationChanges(ctx context.Context, nodeID string, since
 // UpdateAllocations reports the status of some of the node's allocations.
 func (c *Client) UpdateAllocations(ctx context.Context, nodeID string, updates []*AllocClientUpdate) (*AllocUpdateResponse, error) {
 	var out AllocUpdateResponse
-	if err := c.write(ctx, "PUT", "/v1/client/allocations", &AllocUpdateRequest{NodeID: nodeID, Allocs: updates}, &out); err != nil {
+	req := &AllocUpdateRequest{NodeID: nodeID, Allocs: updates}
+	if !c.msgpack {
+		if err := c.write(ctx, "PUT", "/v1/client/allocations", req, &out); err != nil {
+			return nil, err
+		}
+		return &out, nil
+	}
+	// Not from a pool: the transport may read the body after the answer.
+	buf, err := NewMsgpackEncoder(msgpackHandle).Encode(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	resp, err := c.send(ctx, "PUT", "/v1/client/allocations", "", bytes.NewReader(buf), MsgpackContentType, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if err := decode(resp, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -224,7 +224,8 @@ func New(cfg Config) (*Client, error) {
 		registered: make(chan struct{}), ctx: context.Background(), saved: saved, gcDirs: map[string]bool{},
 	}
 	for _, addr := range cfg.Servers {
-		ac, err := api.NewClient(api.Config{Address: addr, Token: cfg.Token, HTTPClient: cfg.HTTPClient})
+		// msgpack on the busiest calls (reports, allocation changes), as Nomad's clients.
+		ac, err := api.NewClient(api.Config{Address: addr, Token: cfg.Token, HTTPClient: cfg.HTTPClient, Msgpack: true})
 		if err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}

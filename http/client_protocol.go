@@ -277,7 +277,11 @@ func (h *Handler) clientAllocs(w http.ResponseWriter, r *http.Request) (any, err
 	if out.Removed == nil {
 		out.Removed = []string{}
 	}
-	return &clientAllocChanges{Full: out.Full, Allocs: out.Allocs, Removed: out.Removed, Count: out.Count}, nil
+	answer := &clientAllocChanges{Full: out.Full, Allocs: out.Allocs, Removed: out.Removed, Count: out.Count}
+	if wantsMsgpack(r) {
+		return writeMsgpack(w, answer)
+	}
+	return answer, nil
 }
 
 // clientAllocChanges is api.ClientAllocChanges.
@@ -294,7 +298,7 @@ func (h *Handler) clientUpdateAllocs(w http.ResponseWriter, r *http.Request) (an
 		return nil, err
 	}
 	var req allocUpdateRequest
-	if err := decodeBody(r, "AllocUpdateRequest", &req); err != nil {
+	if err := decodeClientBody(r, "AllocUpdateRequest", &req); err != nil {
 		return nil, err
 	}
 	if !isUUID(req.NodeID) {

@@ -117,6 +117,14 @@ type Config struct {
 	// its task groups' Count; default jobs.DefaultMaxJobAllocs).
 	MaxJobAllocs int
 
+	// GCHeapFloor lets the heap grow at least this many bytes past the live
+	// heap before a garbage collection (server/gctuner: heap goal
+	// max(live×2, live+floor), never past GOMEMLIMIT). The tuner is
+	// process-wide: the agent starts it and stops it at Shutdown. 0 (the
+	// default here, so tests keep Go's GOGC): no tuner; the binary's
+	// -gc-heap-floor-mb defaults to 256 MiB.
+	GCHeapFloor uint64
+
 	// Now is the clock of the domain services (default time.Now); tests
 	// pass a fake one.
 	Now func() time.Time

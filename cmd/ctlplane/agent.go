@@ -13,7 +13,6 @@ import (
 
 	"github.com/ctlplane/ctlplane/server"
 	ctlagent "github.com/ctlplane/ctlplane/server/agent"
-	"github.com/ctlplane/ctlplane/server/gctuner"
 	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -117,8 +116,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "invalid -gc-heap-floor-mb %d: use 0 (off) or more\n", *gcFloor)
 		return 1
 	}
-	// A process-wide setting: garbage collection was ~30% of a create's CPU.
-	defer gctuner.Start(uint64(*gcFloor) << 20).Stop()
+	cfg.GCHeapFloor = uint64(*gcFloor) << 20
 	cfg.BindAddr = *bind
 	cfg.RaftTimeout = *raftTimeout
 	cfg.DevNodes = *devNodes

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/state"
 )
@@ -95,10 +96,13 @@ func TestE2ERescheduleUntilProgressDeadline(t *testing.T) {
 // allocation of a failed deployment is never rescheduled, as in Nomad.)
 func TestE2ERescheduleAttemptsExhausted(t *testing.T) {
 	ts := devAgent(t)
+	// The task runs past the watcher's batch of health reports (Nomad's 1 s,
+	// deployments.PerJobEvalBatch), whose evaluation marks the deployment
+	// successful before the task fails.
 	register(t, ts, jobSpec{count: 1, update: update(nil),
-		config: map[string]any{"run_for": "1s", "exit_code": 1},
+		config: map[string]any{"run_for": (deployments.PerJobEvalBatch + 2*time.Second).String(), "exit_code": 1},
 		group:  map[string]any{"RestartPolicy": noRestart, "ReschedulePolicy": reschedule(2, false, 5*time.Second)}})
-	all := waitAllocs(t, ts, "three failed allocations", 30*time.Second, func(all []*state.Allocation) bool {
+	all := waitAllocs(t, ts, "three failed allocations", 45*time.Second, func(all []*state.Allocation) bool {
 		failed := 0
 		for _, a := range all {
 			if a.ClientStatus == state.AllocClientStatusFailed {

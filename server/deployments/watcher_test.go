@@ -284,7 +284,7 @@ func TestWatcherNoAutoPromote(t *testing.T) {
 		deploytest.Group{Name: "web", Count: 3, Canary: 1, ProgressDeadline: 10 * time.Minute})))
 	startWatcher(t, f)
 	f.Health(true, allocs[0].ID)
-	advanceUntil(t, f, 100*time.Millisecond, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 1 })
+	advanceUntil(t, f, deployments.PerJobEvalBatch/4, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 1 })
 	if got := f.Deployment(d.ID); got.TaskGroups["web"].Promoted {
 		t.Error("promoted without AutoPromote")
 	}
@@ -301,15 +301,15 @@ func TestWatcherHealthyEval(t *testing.T) {
 	f.Health(true, allocs[1].ID)
 	start := f.Clock.Now()
 	stays(t, f, "no evaluation while the clock stands before the batch closes", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 0 })
-	advanceUntil(t, f, 50*time.Millisecond, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) >= 1 })
+	advanceUntil(t, f, deployments.PerJobEvalBatch/4, "an evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) >= 1 })
 	stays(t, f, "one evaluation for the burst", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 1 })
 	e := watcherEvals(f.Deps.State(), "web")[0]
 	if e.DeploymentID != d.ID || e.Status != state.EvalStatusPending || e.Type != "service" || e.Priority != 50 ||
-		e.JobID != "web" || e.Namespace != "default" || e.CreateTime < start.Add(100*time.Millisecond).UnixNano() || e.CreateTime > f.Clock.Now().UnixNano() {
-		t.Errorf("eval (batch of 100ms from %v): %+v", start, e)
+		e.JobID != "web" || e.Namespace != "default" || e.CreateTime < start.Add(deployments.PerJobEvalBatch).UnixNano() || e.CreateTime > f.Clock.Now().UnixNano() {
+		t.Errorf("eval (batch of %v from %v): %+v", deployments.PerJobEvalBatch, start, e)
 	}
 	hidx := f.Health(true, allocs[2].ID)
-	advanceUntil(t, f, 50*time.Millisecond, "a second evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 2 })
+	advanceUntil(t, f, deployments.PerJobEvalBatch/4, "a second evaluation", func(s *state.Store) bool { return len(watcherEvals(s, "web")) == 2 })
 	if es := watcherEvals(f.Deps.State(), "web"); es[0].CreateIndex <= hidx && es[1].CreateIndex <= hidx {
 		t.Errorf("second evaluation not after the health report at %d", hidx)
 	}

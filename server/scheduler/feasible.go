@@ -50,6 +50,10 @@ type groupStatic struct {
 	// first limited placement); next is where the next placement starts.
 	order []int
 	next  int
+	// scores caches the tightest-fit placements' node scores of scoredFor
+	// (scoresFor).
+	scores    []scoredNode
+	scoredFor *state.TaskGroup
 }
 
 // tally is a set of filtered nodes as a metric counts them.

@@ -248,6 +248,44 @@ func (h *harness) crossCheck(e *state.Evaluation) {
 	if a, b := planShape(withView.plan), planShape(walked.plan); !reflect.DeepEqual(a, b) {
 		h.t.Fatalf("the usage view and the walk disagree:\nview %v\nwalk %v", a, b)
 	}
+	// The score cache against every node scored for every placement: the
+	// same plan, the same metrics (placements' and failures').
+	scored, err := computeOpts(snap, e, h, h.now, computeOptions{limited: h.limited, noScoreCache: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if a, b := planShape(withView.plan), planShape(scored.plan); !reflect.DeepEqual(a, b) {
+		h.t.Fatalf("the score cache and scoring every node disagree:\ncache %v\nevery %v", a, b)
+	}
+	for i, a := range withView.plan.Placements {
+		if x, y := metricShape(a.Metrics), metricShape(scored.plan.Placements[i].Metrics); !reflect.DeepEqual(x, y) {
+			h.t.Fatalf("placement %s: the score cache's metric %+v, scoring every node %+v", a.Name, x, y)
+		}
+	}
+	if len(withView.failed) != len(scored.failed) {
+		h.t.Fatalf("failed groups: the score cache %v, scoring every node %v", withView.failed, scored.failed)
+	}
+	for g, m := range withView.failed {
+		if x, y := metricShape(m), metricShape(scored.failed[g]); !reflect.DeepEqual(x, y) {
+			h.t.Fatalf("group %s failed: the score cache's metric %+v, scoring every node %+v", g, x, y)
+		}
+	}
+}
+
+// metricShape is a placement metric without its timing, scores as text.
+func metricShape(m *state.AllocMetric) string {
+	if m == nil {
+		return "<nil>"
+	}
+	c := *m
+	c.AllocationTime = 0
+	scores := c.ScoreMetaData
+	c.ScoreMetaData = nil
+	out := fmt.Sprintf("%+v", c)
+	for _, s := range scores {
+		out += fmt.Sprintf(" %+v", *s)
+	}
+	return out
 }
 
 // planShape is a plan without its random IDs.

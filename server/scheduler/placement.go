@@ -24,10 +24,14 @@ type nodeInfo struct {
 	// ports are the host ports taken on the node (nil until a group with
 	// a network block looks: portsOn).
 	ports map[int]bool
+	// version moves whenever what a placement's check or score of the node
+	// reads changes (used, the job's allocations, ports): scoreCache.
+	version uint64
 }
 
 // count adds n allocations of the job's group tg to the node.
 func (ni *nodeInfo) count(tg string, n int) {
+	ni.version++
 	ni.jobAllocs += n
 	if ni.groupAllocs == nil {
 		ni.groupAllocs = map[string]int{}
@@ -58,6 +62,11 @@ type placer struct {
 	// computed twice places alike).
 	limited bool
 	seed    uint64
+	// noScoreCache scores every node for every placement (scoreCache's
+	// reference in the tests).
+	noScoreCache bool
+	// topBuf is the best scores' slice of the last placement, reused.
+	topBuf []nodeScore
 }
 
 // newPlacer indexes the ready nodes and the resources used on them by every
@@ -68,7 +77,7 @@ func newPlacer(nodes *usage.NodeList, allocs []*state.Allocation, ns, jobID stri
 	infos := make([]nodeInfo, len(nodes.Ready))
 	p.nodes = make([]*nodeInfo, len(nodes.Ready))
 	for i, n := range nodes.Ready {
-		infos[i].node = n
+		infos[i].node, infos[i].version = n, 1 // a cached score of version 0 is none
 		p.nodes[i] = &infos[i]
 	}
 	byNode := map[string][]*state.Allocation{}
@@ -101,6 +110,7 @@ func newPlacerFromUsage(nodes *usage.NodeList, used map[string]state.Resources, 
 	for id, r := range used {
 		if ni := p.byID(id); ni != nil {
 			ni.used = r
+			ni.version++
 		}
 	}
 	for _, a := range jobAllocs {
@@ -173,7 +183,7 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	var bestScore float64
 	var bestNorm nodeScore
 	bestAvoided := false
-	var top topScores
+	top := topScores{entries: p.topBuf[:0]} // copied out by meta: reused
 	var bestPorts []state.AllocatedPort
 	if p.limited && !ranked {
 		st.limited(p.seed, tg.Name, func(i int) (nodeScore, []state.AllocatedPort, bool) {
@@ -190,6 +200,31 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 				best, bestNorm, bestPorts = ns.ni, ns, ports
 			}
 		})
+	} else if cache := st.scoresFor(tg, p.noScoreCache || ranked || c.checkDistinct || len(avoid) > 0); cache != nil {
+		// The tightest fit from what each node scored at its version:
+		// only the nodes changed since the last placement of the group
+		// are checked and scored again (the same picks and metrics).
+		for i, ni := range st.feasible {
+			e := &cache[i]
+			if e.version != ni.version {
+				e.version = ni.version
+				e.score, e.ports, e.outcome = c.fit(ni)
+				if e.outcome == "" {
+					e.ns = newNodeScore(ni, e.score, false, ni.groupAllocs[tg.Name], tg.Count, 0, false)
+				}
+			}
+			if e.outcome != "" {
+				c.tally(ni, e.outcome)
+				continue
+			}
+			if len(top.entries) < maxScoreMeta || e.ns.norm > top.entries[maxScoreMeta-1].norm {
+				top.add(e.ns)
+			}
+			if best == nil || e.score < bestScore || (e.score == bestScore && (ni.jobAllocs < best.jobAllocs ||
+				(ni.jobAllocs == best.jobAllocs && ni.node.ID < best.node.ID))) {
+				best, bestScore, bestPorts = ni, e.score, e.ports
+			}
+		}
 	} else {
 		for i, ni := range st.feasible {
 			score, ports, ok := c.check(ni)
@@ -217,6 +252,7 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 	}
 	m := c.m
 	m.ScoreMetaData = top.meta()
+	p.topBuf = top.entries[:0]
 	c.exhaustedNet[dimensionCPU], c.exhaustedNet[dimensionMemory] = c.exhaustedCPU, c.exhaustedMem
 	for dim, n := range c.exhaustedNet {
 		if n > 0 {
@@ -261,29 +297,46 @@ func (c *candidates) check(ni *nodeInfo) (float64, []state.AllocatedPort, bool) 
 			return 0, nil, false
 		}
 	}
-	score, ok := fitScore(ni, c.need)
-	if !ok {
-		c.m.NodesExhausted++
-		if ni.node.NodeClass != "" {
-			c.m.ExhaustClass(ni.node.NodeClass)
-		}
-		if exhausted(ni, c.need) == dimensionCPU {
-			c.exhaustedCPU++
-		} else {
-			c.exhaustedMem++
-		}
-		return 0, nil, false
-	}
-	ports, dim := c.p.assignPorts(ni, c.tg)
-	if dim != "" {
-		c.m.NodesExhausted++
-		if ni.node.NodeClass != "" {
-			c.m.ExhaustClass(ni.node.NodeClass)
-		}
-		c.exhaustedNet[dim]++
+	score, ports, outcome := c.fit(ni)
+	if outcome != "" {
+		c.tally(ni, outcome)
 		return 0, nil, false
 	}
 	return score, ports, true
+}
+
+// fit is check's room and ports: the fit score and ports, or the
+// dimension the node is exhausted in (outcome, "" when it fits). It reads
+// only the node's info, the group and the plan's ports (scoreCache).
+func (c *candidates) fit(ni *nodeInfo) (float64, []state.AllocatedPort, string) {
+	score, ok := fitScore(ni, c.need)
+	if !ok {
+		if exhausted(ni, c.need) == dimensionCPU {
+			return 0, nil, dimensionCPU
+		}
+		return 0, nil, dimensionMemory
+	}
+	ports, dim := c.p.assignPorts(ni, c.tg)
+	if dim != "" {
+		return 0, nil, dim
+	}
+	return score, ports, ""
+}
+
+// tally counts a node exhausted in dim into the placement's metric.
+func (c *candidates) tally(ni *nodeInfo, dim string) {
+	c.m.NodesExhausted++
+	if ni.node.NodeClass != "" {
+		c.m.ExhaustClass(ni.node.NodeClass)
+	}
+	switch dim {
+	case dimensionCPU:
+		c.exhaustedCPU++
+	case dimensionMemory:
+		c.exhaustedMem++
+	default:
+		c.exhaustedNet[dim]++
+	}
 }
 
 // fitScore is the node's free share (CPU plus memory, each 0..1; an

@@ -91,4 +91,5 @@ func (p *placer) bookPorts(ni *nodeInfo, ports []state.AllocatedPort) {
 	for _, port := range ports {
 		used[port.Value] = true
 	}
+	ni.version++ // scoreCache: the node's ports changed
 }

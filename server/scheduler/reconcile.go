@@ -101,6 +101,16 @@ func compute(snap State, eval *state.Evaluation, view UsageSource, now time.Time
 
 // computeWith is compute with limited placement on or off.
 func computeWith(snap State, eval *state.Evaluation, view UsageSource, now time.Time, limited bool) (*result, error) {
+	return computeOpts(snap, eval, view, now, computeOptions{limited: limited})
+}
+
+// computeOptions: limited placement; noScoreCache scores every node for
+// every placement (the tests' reference for the score cache).
+type computeOptions struct {
+	limited, noScoreCache bool
+}
+
+func computeOpts(snap State, eval *state.Evaluation, view UsageSource, now time.Time, opts computeOptions) (*result, error) {
 	ns, jobID := eval.Namespace, eval.JobID
 	_, job, err := snap.Job(nil, ns, jobID)
 	if err != nil {
@@ -164,9 +174,10 @@ func computeWith(snap State, eval *state.Evaluation, view UsageSource, now time.
 		}
 		r.placer = newPlacer(nodes, cluster, ns, jobID)
 	}
-	if limited {
+	if opts.limited {
 		r.placer.limited, r.placer.seed = true, seedOf(eval.ID)
 	}
+	r.placer.noScoreCache = opts.noScoreCache
 	r.nodes = nodes.ByID
 	r.pickDeployment(deployments)
 
