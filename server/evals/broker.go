@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/groupcommit"
 	"github.com/ctlplane/ctlplane/server/scheduler/usage"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
@@ -45,7 +46,7 @@ type Broker struct {
 
 	usage usage.View
 	// batcher writes the workers' evaluation updates, many per Raft entry.
-	batcher *evalBatcher
+	batcher *groupcommit.Committer[*state.Evaluation, struct{}]
 	// limited: placements as Nomad's limited stack (scheduler/limit.go).
 	limited bool
 
@@ -69,7 +70,7 @@ func New(deps svc.Deps, factory Factory, workers int, opts ...Option) *Broker {
 		workers = 1
 	}
 	b := &Broker{deps: deps, factory: factory, workers: workers, logger: deps.Logger.Named("evals"),
-		batcher: &evalBatcher{raft: deps.Raft}}
+		batcher: newEvalBatcher(deps.Raft)}
 	for _, o := range opts {
 		o(b)
 	}
@@ -442,5 +443,6 @@ func (p *planner) upsert(eval *state.Evaluation) error {
 	if eval.ModifyTime == 0 {
 		eval.ModifyTime = b.deps.NowNanos()
 	}
-	return b.batcher.upsert(eval)
+	_, err := b.batcher.Write(eval)
+	return err
 }

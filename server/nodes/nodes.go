@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/groupcommit"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/google/uuid"
@@ -39,7 +40,7 @@ type Service struct {
 	maxNodes int
 
 	// reports group-commits the nodes' allocation reports.
-	reports reportBatcher
+	reports *groupcommit.Committer[*state.NodeAllocReports, uint64]
 
 	mu sync.Mutex
 	// hb is the heartbeat tracker while this server leads, else nil.
@@ -58,7 +59,7 @@ func New(deps svc.Deps, cfg Config) *Service {
 		cfg.MaxNodes = DefaultMaxNodes
 	}
 	return &Service{deps: deps, ttl: cfg.HeartbeatTTL, grace: cfg.Grace, maxNodes: cfg.MaxNodes,
-		reports: reportBatcher{raft: deps.Raft}}
+		reports: newReportBatcher(deps.Raft)}
 }
 
 // HeartbeatTTL is the TTL the service answers.
@@ -269,7 +270,7 @@ func validUpdate(i int, u *state.AllocClientUpdate) error {
 // replaces it. Reports about allocations that are gone or on another node
 // refuse the whole report (only the node itself reports, on its own
 // allocations): all is checked before the reports join the Raft entry the
-// reports of other nodes share (reportBatcher). It answers the index of
+// reports of other nodes share (newReportBatcher). It answers the index of
 // that entry.
 func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocClientUpdate) (uint64, error) {
 	store := s.deps.State()
@@ -319,7 +320,7 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 	if len(keep) == 0 {
 		return store.AllocsIndex(), nil
 	}
-	return s.reports.write(&state.NodeAllocReports{NodeID: nodeID, Updates: keep, Evals: evals, Now: now.UnixNano()})
+	return s.reports.Write(&state.NodeAllocReports{NodeID: nodeID, Updates: keep, Evals: evals, Now: now.UnixNano()})
 }
 
 // needsReplacement says whether a report newly ends an allocation the
