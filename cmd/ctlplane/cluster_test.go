@@ -548,11 +548,17 @@ func mustUint(t *testing.T, s string) uint64 {
 
 func TestOperatorRaftCommands(t *testing.T) {
 	nodes := servertest.StartCluster(t, 3)
-	leader := servertest.Leader(t, nodes)
+	var leader *servertest.TestServer
 	var fs []*servertest.TestServer
-	for _, n := range nodes {
-		if n != leader {
-			fs = append(fs, n)
+	// Who leads is read again on every try below: a leader change right
+	// after the cluster formed (a slow machine) would otherwise fail the
+	// test on a list that is right for the new leader.
+	findLeader := func() {
+		leader, fs = servertest.Leader(t, nodes), nil
+		for _, n := range nodes {
+			if n != leader {
+				fs = append(fs, n)
+			}
 		}
 	}
 	peerLine := func(n *servertest.TestServer, state string) *regexp.Regexp {
@@ -563,6 +569,7 @@ func TestOperatorRaftCommands(t *testing.T) {
 	var out string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		findLeader()
 		var code int
 		var errOut string
 		code, out, errOut = ctl("operator", "raft", "list-peers", "-address="+fs[0].URL)
