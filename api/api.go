@@ -207,6 +207,9 @@ func (c *Client) send(ctx context.Context, method, path, rawQuery string, body i
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
+		if b, ok := body.(*pooledBody); ok {
+			req.ContentLength = int64(b.Len()) // NewRequest knows only its own readers
+		}
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -158,12 +159,16 @@ func (c *Client) UpdateAllocations(ctx context.Context, nodeID string, updates [
 		}
 		return &out, nil
 	}
-	// Not from a pool: the transport may read the body after the answer.
-	buf, err := NewMsgpackEncoder(msgpackHandle).Encode(req)
+	enc := reportEncoders.Get()
+	buf, err := enc.Encode(req)
 	if err != nil {
+		reportEncoders.Put(enc)
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
-	resp, err := c.send(ctx, "PUT", "/v1/client/allocations", "", bytes.NewReader(buf), MsgpackContentType, "")
+	// The encoder goes back to the pool when the transport closes the
+	// body, which may be after the answer came.
+	body := &pooledBody{Reader: bytes.NewReader(buf), release: func() { reportEncoders.Put(enc) }}
+	resp, err := c.send(ctx, "PUT", "/v1/client/allocations", "", body, MsgpackContentType, "")
 	if err != nil {
 		return nil, err
 	}
@@ -179,4 +184,20 @@ func (q *QueryOptions) paramsOrNil() map[string]string {
 		return nil
 	}
 	return q.Params
+}
+
+// reportEncoders encode the nodes' status reports (~300 KB for 250).
+var reportEncoders = NewMsgpackEncoders(msgpackHandle)
+
+// pooledBody is a request body over a pooled buffer, released when the
+// transport closes it (it always does, once it is done with it).
+type pooledBody struct {
+	*bytes.Reader
+	once    sync.Once
+	release func()
+}
+
+func (b *pooledBody) Close() error {
+	b.once.Do(b.release)
+	return nil
 }

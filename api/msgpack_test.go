@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,16 @@ func TestMsgpackEncoderRoundTrip(t *testing.T) {
 		if err := decodeMsgpackBytes(buf, &got); err != nil || got.NodeID != want.NodeID || len(got.Allocs) != len(want.Allocs) {
 			t.Fatalf("%+v: got %+v, %v", want, got, err)
 		}
+	}
+}
+
+// A pooled body releases its buffer once, however often it is closed.
+func TestPooledBodyReleasesOnce(t *testing.T) {
+	n := 0
+	b := &pooledBody{Reader: bytes.NewReader([]byte("x")), release: func() { n++ }}
+	b.Close()
+	b.Close()
+	if n != 1 {
+		t.Fatalf("released %d times", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/ctlplane/ctlplane/api"
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -62,6 +63,8 @@ func writeMsgpack(w http.ResponseWriter, obj any) (any, error) {
 		return nil, fmt.Errorf("failed to encode the response: %w", err)
 	}
 	w.Header().Set("Content-Type", api.MsgpackContentType)
+	// Its length, not chunks: the client reads it into one buffer.
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
 	w.Write(buf)
 	return written, nil
 }

@@ -251,6 +251,9 @@ func main() {
 				get(base + q.path)
 				lat = append(lat, time.Since(t0))
 			}
+			if len(lat) == 0 {
+				continue // -reads=0
+			}
 			s := benchutil.Summarize(lat)
 			fmt.Printf("             %-18s p50 %s  p99 %s  (%d requests, 1 client)\n", q.name, benchutil.MS(s.P50), benchutil.MS(s.P99), s.N)
 		}
