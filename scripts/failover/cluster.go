@@ -13,6 +13,7 @@ import (
 	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
 )
 
+// node is one server of the cluster and a client of its HTTP API.
 type node struct {
 	*benchutil.Agent
 	c *benchutil.Client

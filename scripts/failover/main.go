@@ -111,7 +111,6 @@ func run() (int, error) {
 	return code, err
 }
 
-// node is one server of the cluster and a client of its HTTP API.
 type trial struct {
 	n         int
 	killed    string

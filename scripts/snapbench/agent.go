@@ -17,6 +17,7 @@ import (
 	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
 )
 
+// fileSink is a raft.SnapshotSink into a file.
 type fileSink struct {
 	f  *os.File
 	bw *bufio.Writer

@@ -470,7 +470,6 @@ func build(ctx context.Context, r *result, dir, seed, archive string) (map[strin
 	return perMethod, nil
 }
 
-// fileSink is a raft.SnapshotSink into a file.
 func printResults(results []*result) {
 	sec := func(d time.Duration) string {
 		if d == 0 {
