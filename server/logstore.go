@@ -61,11 +61,7 @@ func (s *Server) openLogStore(dir string) (raft.LogStore, raft.StableStore, erro
 			return nil, nil, fmt.Errorf("failed to open Raft store %s: %w", boltPath, err)
 		}
 		s.logStoreCloser = store
-		cache, err := raft.NewLogCache(512, store)
-		if err != nil {
-			return nil, nil, err
-		}
-		return cache, store, nil
+		return newLogCache(store, logCacheEntries, logCacheBytes), store, nil
 	case LogStoreWAL:
 		if exists(boltPath) {
 			return nil, nil, fmt.Errorf("-raft-log-store=wal, but %s holds a boltdb log store (raft.db): start with -raft-log-store=boltdb", dir)
@@ -82,11 +78,7 @@ func (s *Server) openLogStore(dir string) (raft.LogStore, raft.StableStore, erro
 			return nil, nil, fmt.Errorf("failed to open Raft WAL %s: %w", walDir, err)
 		}
 		s.logStoreCloser = closers{w, meta}
-		cache, err := raft.NewLogCache(512, w)
-		if err != nil {
-			return nil, nil, err
-		}
-		return cache, w, nil
+		return newLogCache(w, logCacheEntries, logCacheBytes), w, nil
 	default:
 		return nil, nil, fmt.Errorf("unknown -raft-log-store %q: use boltdb or wal", kind)
 	}
