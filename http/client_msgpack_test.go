@@ -96,4 +96,27 @@ func TestClientProtocolMsgpack(t *testing.T) {
 	expectError(t, put(encode(map[string]any{"NodeID": reg.ID, "Allocs": []any{}})+"x"), 400,
 		"AllocUpdateRequest decoding failed: unexpected data after the msgpack object")
 	expectError(t, put("\xc1"), 400, "AllocUpdateRequest decoding failed: msgpack decode error [pos 1]: only encoded map or array can be decoded into a struct")
+
+	// Who may send one: the node with its secret (a well-formed report
+	// without it is refused; the body is decoded first, as a JSON one is).
+	if resp := env.srv.Do(t, "PUT", "/v1/client/allocations", encode(map[string]any{"NodeID": reg.ID, "Allocs": []any{}}),
+		"Content-Type", api.MsgpackContentType); resp.Status != 403 {
+		t.Errorf("msgpack report without the node's secret: %d %s, want 403", resp.Status, resp.Body)
+	}
+	// Size: the route's body limit holds for msgpack too.
+	big := encode(map[string]any{"NodeID": reg.ID, "Allocs": []any{}, "Pad": strings.Repeat("x", 1<<20)}) // the route limit, maxBodySize, is 1 MiB
+	resp = put(big)
+	if resp.Status != 413 || !strings.Contains(string(resp.Body), "Request body too large") {
+		t.Errorf("msgpack report past the body limit: %d %.100s, want 413", resp.Status, resp.Body)
+	}
+	// Depth: a report nested 5,000 deep is a 400 and the server goes on (a
+	// report's types bound the depth; go-msgpack's own bound is 1,024).
+	deep := strings.Repeat("\x91", 5000) + "\xc0"
+	nested := "\x82\xa6NodeID" + encode(reg.ID)[0:0] + string(encode(reg.ID)) + "\xa6Allocs\x91\x81\xaaTaskStates\x81\xa1t" + deep
+	if resp := put(nested); resp.Status != 400 {
+		t.Errorf("deeply nested msgpack report: %d %.200s, want 400", resp.Status, resp.Body)
+	}
+	if resp := env.srv.Do(t, "GET", path, "", api.NodeSecretHeader, nc.secret); resp.Status != 200 {
+		t.Fatalf("after the bad reports: %d", resp.Status)
+	}
 }
