@@ -112,7 +112,7 @@ func TestClientProtocolMsgpack(t *testing.T) {
 	// Depth: a report nested 5,000 deep is a 400 and the server goes on (a
 	// report's types bound the depth; go-msgpack's own bound is 1,024).
 	deep := strings.Repeat("\x91", 5000) + "\xc0"
-	nested := "\x82\xa6NodeID" + encode(reg.ID)[0:0] + string(encode(reg.ID)) + "\xa6Allocs\x91\x81\xaaTaskStates\x81\xa1t" + deep
+	nested := "\x82\xa6NodeID" + encode(reg.ID) + "\xa6Allocs\x91\x81\xaaTaskStates\x81\xa1t" + deep
 	if resp := put(nested); resp.Status != 400 {
 		t.Errorf("deeply nested msgpack report: %d %.200s, want 400", resp.Status, resp.Body)
 	}
