@@ -47,6 +47,7 @@ func main() {
 	deployments := flag.Int("deployments", 10000, "deployments for the list/read latency run (one job of count 1 each)")
 	reads := flag.Int("reads", 2000, "reads per latency measurement")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	evalProfile := flag.String("eval-cpuprofile", "", "write a CPU profile of the evaluation run (step 3) alone to this file")
 	dataDir := flag.Bool("data-dir", false, "run the agent as a server with its Raft log and snapshots on disk (a temporary directory) instead of in memory (-dev)")
 	memProfile := flag.String("memprofile", "", "write a heap profile after the placements to this file")
 	workers := flag.Int("scheduler-workers", 0, "the agent's scheduler workers (0: its default)")
@@ -69,14 +70,7 @@ func main() {
 		return
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fail("%v", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fail("%v", err)
-		}
-		defer pprof.StopCPUProfile()
+		defer startCPUProfile(*cpuProfile)()
 	}
 
 	cfg := server.DefaultConfig()
@@ -186,6 +180,10 @@ func main() {
 
 	// 3. Evaluations per second: many small jobs.
 	if *deployments > 0 {
+		if *evalProfile != "" {
+			stop := startCPUProfile(*evalProfile)
+			defer stop()
+		}
 		evalsBefore := a.Broker.Stats().Processed
 		cpuBefore := processCPU()
 		start = time.Now()
@@ -390,6 +388,22 @@ func waitFor(what string, limit time.Duration, cond func() bool) {
 			fail("timed out waiting for %s", what)
 		}
 		time.Sleep(max(20*time.Millisecond, time.Since(start)/200))
+	}
+}
+
+// startCPUProfile profiles this process's CPU into path until the
+// function it returns is called.
+func startCPUProfile(path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fail("%v", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 

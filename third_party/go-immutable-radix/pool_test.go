@@ -2,6 +2,7 @@ package iradix
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -54,5 +55,54 @@ func TestPooledWritableSetKeepsCommittedTreesImmutable(t *testing.T) {
 		if count != want {
 			t.Fatalf("tree of round %d walks %d keys, want %d", round, count, want)
 		}
+	}
+}
+
+// ctlplane fork: a set that grew past maxPooledSet is not pooled (a map
+// keeps its room when cleared, and every later user would range over it);
+// a small one is pooled empty.
+func TestPutPooledBound(t *testing.T) {
+	var pool sync.Pool // no New: Get answers nil when nothing was pooled
+	big := map[int]struct{}{}
+	for i := range maxPooledSet + 1 {
+		big[i] = struct{}{}
+	}
+	putPooled(&pool, big, len(big))
+	if got := pool.Get(); got != nil {
+		t.Fatalf("a set of %d entries was pooled", len(big))
+	}
+	// A set emptied mid-transaction holds few entries but was given many.
+	putPooled(&pool, map[int]struct{}{1: {}}, maxPooledSet+1)
+	if got := pool.Get(); got != nil {
+		t.Fatal("a set given more than the bound was pooled")
+	}
+	small := map[int]struct{}{1: {}, 2: {}}
+	putPooled(&pool, small, len(small))
+	if len(small) != 0 {
+		t.Fatalf("a pooled set keeps %d entries", len(small))
+	}
+}
+
+// BenchmarkSmallTxnAfterLarge is one small write after large ones: what
+// the store's small transactions cost when large ones ran before them.
+func BenchmarkSmallTxnAfterLarge(b *testing.B) {
+	tree := New()
+	for i := range 20000 {
+		tree, _, _ = tree.Insert([]byte(fmt.Sprintf("key-%08d", i)), i)
+	}
+	for round := range 4 { // large transactions, as 1,000 placements in one plan
+		txn := tree.Txn()
+		txn.TrackMutate(true)
+		for i := range 5000 {
+			txn.Insert([]byte(fmt.Sprintf("key-%08d", (i*7+round)%20000)), round)
+		}
+		tree = txn.Commit()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		txn := tree.Txn()
+		txn.TrackMutate(true)
+		txn.Insert([]byte(fmt.Sprintf("key-%08d", i%20000)), i)
+		tree = txn.Commit()
 	}
 }
