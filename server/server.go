@@ -222,7 +222,7 @@ func (s *Server) setupRaft() error {
 	var snaps raft.SnapshotStore
 	if cfg.Dev {
 		mem := raft.NewInmemStore()
-		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+		logs, stable, snaps = mem, mem, newMemSnapshots()
 	} else {
 		dir := filepath.Join(cfg.DataDir, "raft")
 		if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -48,6 +48,7 @@ func main() {
 	reads := flag.Int("reads", 2000, "reads per latency measurement")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	evalProfile := flag.String("eval-cpuprofile", "", "write a CPU profile of the evaluation run (step 3) alone to this file")
+	evalMemProfile := flag.String("eval-memprofile", "", "write heap profiles before (FILE.before) and after the evaluation run (step 3), to read what it allocated with pprof -base")
 	dataDir := flag.Bool("data-dir", false, "run the agent as a server with its Raft log and snapshots on disk (a temporary directory) instead of in memory (-dev)")
 	memProfile := flag.String("memprofile", "", "write a heap profile after the placements to this file")
 	workers := flag.Int("scheduler-workers", 0, "the agent's scheduler workers (0: its default)")
@@ -184,6 +185,9 @@ func main() {
 			stop := startCPUProfile(*evalProfile)
 			defer stop()
 		}
+		if *evalMemProfile != "" {
+			writeHeapProfile(*evalMemProfile + ".before")
+		}
 		evalsBefore := a.Broker.Stats().Processed
 		cpuBefore := processCPU()
 		start = time.Now()
@@ -217,6 +221,9 @@ func main() {
 		el := time.Since(start)
 		evals := a.Broker.Stats().Processed - evalsBefore
 		cpu := processCPU() - cpuBefore
+		if *evalMemProfile != "" {
+			writeHeapProfile(*evalMemProfile)
+		}
 		paced := ""
 		if *registerRate > 0 {
 			paced = fmt.Sprintf(", paced at %d/s", *registerRate)

@@ -54,6 +54,7 @@ type groupStatic struct {
 	// (scoresFor).
 	scores    []scoredNode
 	scoredFor *state.TaskGroup
+	asked     int // placements that asked scoresFor
 }
 
 // tally is a set of filtered nodes as a metric counts them.
@@ -114,6 +115,19 @@ func (p *placer) staticFor(job *state.Job, tg *state.TaskGroup) *groupStatic {
 		groupElig = map[string]bool{}
 		p.elig.groups[tg.Name] = groupElig
 	}
+	affinities := groupAffinities(job, tg)
+	if !jobEscaped && !tgEscaped && !p.uncached {
+		p.staticByClass(g, job, tg, tgCons, groupElig, affinities)
+	} else {
+		p.staticByNode(g, job, tg, tgCons, groupElig, jobEscaped, tgEscaped, affinities)
+	}
+	p.static[tg.Name] = g
+	return g
+}
+
+// staticByNode checks every ready node on its own.
+func (p *placer) staticByNode(g *groupStatic, job *state.Job, tg *state.TaskGroup, tgCons []*state.Constraint,
+	groupElig map[string]bool, jobEscaped, tgEscaped bool, affinities []*state.Affinity) {
 	for _, ni := range p.nodes {
 		n := ni.node
 		if !state.InNodePool(n, job.NodePool) {
@@ -129,21 +143,80 @@ func (p *placer) staticFor(job *state.Job, tg *state.TaskGroup) *groupStatic {
 			ni.class = computedClass(n)
 		}
 		reason, escaped := p.staticCheck(job, tg, tgCons, ni, groupElig, jobEscaped, tgEscaped)
-		if reason == "" {
-			g.feasible = append(g.feasible, ni)
-			if as := groupAffinities(job, tg); len(as) > 0 {
-				g.affinities = append(g.affinities, affinityScore(as, n))
-			}
+		g.record(ni, reason, escaped, affinities)
+	}
+}
+
+// staticByClass is staticByNode when no constraint escapes the classes:
+// the node pool, the datacenter and every check are the same for the nodes
+// of a computed class, so each class is checked once, at its first node
+// (which gets the check's reason; the later ones, as in staticByNode, that
+// the class is ineligible), and the nodes are then only counted.
+func (p *placer) staticByClass(g *groupStatic, job *state.Job, tg *state.TaskGroup, tgCons []*state.Constraint,
+	groupElig map[string]bool, affinities []*state.Affinity) {
+	type classOutcome struct {
+		seen, inPool, inDC bool
+		reason, dc         string
+		nodes              int
+	}
+	classes := p.list.Classes()
+	outcomes := make([]classOutcome, len(classes.Keys))
+	g.feasible = make([]*nodeInfo, 0, len(p.nodes))
+	for i, ni := range p.nodes {
+		c := classes.ClassOf[i]
+		o := &outcomes[c]
+		first := !o.seen
+		if first {
+			o.seen = true
+			n := ni.node
+			o.inPool = state.InNodePool(n, job.NodePool)
+			o.inDC = o.inPool && inDatacenters(job.Datacenters, n.Datacenter)
+			o.dc = n.Datacenter // the class's nodes share it
+		}
+		if !o.inPool {
 			continue
 		}
-		g.first.add(n, reason)
-		if !escaped {
-			reason = filterClassInelig
+		g.inPool++
+		if !o.inDC {
+			continue
 		}
-		g.later.add(n, reason)
+		o.nodes++
+		ni.class = classes.Keys[c]
+		if first {
+			o.reason, _ = p.staticCheck(job, tg, tgCons, ni, groupElig, false, false)
+			g.record(ni, o.reason, false, affinities)
+			continue
+		}
+		if o.reason == "" {
+			g.record(ni, "", false, affinities)
+		} else {
+			g.record(ni, filterClassInelig, false, affinities)
+		}
 	}
-	p.static[tg.Name] = g
-	return g
+	for _, o := range outcomes {
+		if o.nodes > 0 {
+			g.evaluated += o.nodes
+			g.available[o.dc] += o.nodes
+		}
+	}
+}
+
+// record counts a node that passed the static checks (reason "") or
+// failed them; a failure that did not escape the class cache is seen by
+// the later placements as the class being ineligible.
+func (g *groupStatic) record(ni *nodeInfo, reason string, escaped bool, affinities []*state.Affinity) {
+	if reason == "" {
+		g.feasible = append(g.feasible, ni)
+		if len(affinities) > 0 {
+			g.affinities = append(g.affinities, affinityScore(affinities, ni.node))
+		}
+		return
+	}
+	g.first.add(ni.node, reason)
+	if !escaped {
+		reason = filterClassInelig
+	}
+	g.later.add(ni.node, reason)
 }
 
 // staticCheck returns why the node fails tg's static checks ("" if it

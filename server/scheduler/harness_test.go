@@ -250,7 +250,7 @@ func (h *harness) crossCheck(e *state.Evaluation) {
 	}
 	// The score cache against every node scored for every placement: the
 	// same plan, the same metrics (placements' and failures').
-	scored, err := computeOpts(snap, e, h, h.now, computeOptions{limited: h.limited, noScoreCache: true})
+	scored, err := computeOpts(snap, e, h, h.now, computeOptions{limited: h.limited, uncached: true})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/scheduler/usage"
@@ -62,9 +63,13 @@ type placer struct {
 	// computed twice places alike).
 	limited bool
 	seed    uint64
-	// noScoreCache scores every node for every placement (scoreCache's
-	// reference in the tests).
-	noScoreCache bool
+	// uncached scores every node for every placement and runs the static
+	// checks node by node (the caches' reference in the tests).
+	uncached bool
+	// list is the node list the placer was made from (its classes);
+	// buf holds nodes' infos, pooled by releaseNodes.
+	list *usage.NodeList
+	buf  *nodeBuf
 	// topBuf is the best scores' slice of the last placement, reused.
 	topBuf []nodeScore
 }
@@ -72,10 +77,12 @@ type placer struct {
 // newPlacer indexes the ready nodes and the resources used on them by every
 // live allocation of the cluster.
 func newPlacer(nodes *usage.NodeList, allocs []*state.Allocation, ns, jobID string) *placer {
-	p := &placer{pos: nodes.Pos, elig: newEligibility(), static: map[string]*groupStatic{}, released: map[string]bool{}}
-	// One allocation for every node's info: they live as long as the placer.
-	infos := make([]nodeInfo, len(nodes.Ready))
-	p.nodes = make([]*nodeInfo, len(nodes.Ready))
+	p := &placer{pos: nodes.Pos, elig: newEligibility(), static: map[string]*groupStatic{}, released: map[string]bool{}, list: nodes}
+	// One allocation for every node's info, reused by the next placer
+	// once this one's evaluation is computed (releaseNodes).
+	p.buf = getNodeBuf(len(nodes.Ready))
+	infos := p.buf.infos
+	p.nodes = p.buf.ptrs
 	for i, n := range nodes.Ready {
 		infos[i].node, infos[i].version = n, 1 // a cached score of version 0 is none
 		p.nodes[i] = &infos[i]
@@ -100,6 +107,39 @@ func newPlacer(nodes *usage.NodeList, allocs []*state.Allocation, ns, jobID stri
 		}
 	}
 	return p
+}
+
+// nodeBuf is a placer's nodes' infos. An evaluation of a one-allocation
+// job on 1,000 nodes allocated 80 KB of them, a fifth of what it
+// allocated in all: they are pooled.
+type nodeBuf struct {
+	infos []nodeInfo
+	ptrs  []*nodeInfo
+}
+
+var nodeBufs sync.Pool
+
+func getNodeBuf(n int) *nodeBuf {
+	b, _ := nodeBufs.Get().(*nodeBuf)
+	if b == nil || cap(b.infos) < n {
+		return &nodeBuf{infos: make([]nodeInfo, n), ptrs: make([]*nodeInfo, n)}
+	}
+	b.infos, b.ptrs = b.infos[:n], b.ptrs[:n]
+	return b
+}
+
+// releaseNodes gives the nodes' infos back once the evaluation is
+// computed: what the result keeps of the placer (its class eligibility)
+// does not read them, and nothing else may after this.
+func (p *placer) releaseNodes() {
+	b := p.buf
+	if b == nil {
+		return
+	}
+	p.buf, p.nodes, p.static = nil, nil, nil
+	clear(b.infos[:cap(b.infos)])
+	clear(b.ptrs[:cap(b.ptrs)])
+	nodeBufs.Put(b)
 }
 
 // newPlacerFromUsage is newPlacer from the resources already summed per
@@ -200,7 +240,7 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 				best, bestNorm, bestPorts = ns.ni, ns, ports
 			}
 		})
-	} else if cache := st.scoresFor(tg, p.noScoreCache || ranked || c.checkDistinct || len(avoid) > 0); cache != nil {
+	} else if cache := st.scoresFor(tg, p.uncached || ranked || c.checkDistinct || len(avoid) > 0); cache != nil {
 		// The tightest fit from what each node scored at its version:
 		// only the nodes changed since the last placement of the group
 		// are checked and scored again (the same picks and metrics).

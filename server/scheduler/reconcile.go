@@ -104,10 +104,11 @@ func computeWith(snap State, eval *state.Evaluation, view UsageSource, now time.
 	return computeOpts(snap, eval, view, now, computeOptions{limited: limited})
 }
 
-// computeOptions: limited placement; noScoreCache scores every node for
-// every placement (the tests' reference for the score cache).
+// computeOptions: limited placement; uncached scores every node for
+// every placement and checks nodes one by one (the tests' reference for
+// the score cache and the per-class static checks).
 type computeOptions struct {
-	limited, noScoreCache bool
+	limited, uncached bool
 }
 
 func computeOpts(snap State, eval *state.Evaluation, view UsageSource, now time.Time, opts computeOptions) (*result, error) {
@@ -177,7 +178,8 @@ func computeOpts(snap State, eval *state.Evaluation, view UsageSource, now time.
 	if opts.limited {
 		r.placer.limited, r.placer.seed = true, seedOf(eval.ID)
 	}
-	r.placer.noScoreCache = opts.noScoreCache
+	r.placer.uncached = opts.uncached
+	defer r.placer.releaseNodes()
 	r.nodes = nodes.ByID
 	r.pickDeployment(deployments)
 

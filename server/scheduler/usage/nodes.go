@@ -27,6 +27,38 @@ type NodeList struct {
 	// in Ready.
 	Ready []*state.Node
 	Pos   map[string]int
+
+	classesOnce sync.Once
+	classes     Classes
+}
+
+// Classes groups the ready nodes by computed class: Keys[ClassOf[i]] is
+// the class of Ready[i], the classes numbered in the order their first
+// node comes in Ready.
+type Classes struct {
+	Keys    []string
+	ClassOf []int32
+}
+
+// Classes returns the ready nodes' classes, computed at the first call (a
+// list is shared by every evaluation at its index, so the scheduler's
+// per-class checks do not hash each node's class string again).
+func (l *NodeList) Classes() *Classes {
+	l.classesOnce.Do(func() {
+		ids := map[string]int32{}
+		l.classes.ClassOf = make([]int32, len(l.Ready))
+		for i, n := range l.Ready {
+			key := n.ComputedClass()
+			id, ok := ids[key]
+			if !ok {
+				id = int32(len(l.classes.Keys))
+				ids[key] = id
+				l.classes.Keys = append(l.classes.Keys, key)
+			}
+			l.classes.ClassOf[i] = id
+		}
+	})
+	return &l.classes
 }
 
 // NewNodeList indexes nodes, read at index idx.
