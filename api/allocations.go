@@ -47,26 +47,26 @@ const (
 // Allocation is one placement of a task group on a node, as GET
 // /v1/allocation/:id answers.
 type Allocation struct {
-	ID                 string
-	Namespace          string
-	EvalID             string
-	Name               string
-	NodeID             string
-	NodeName           string
-	JobID              string
-	JobVersion         uint64
-	TaskGroup          string
+	ID                 string `codec:",omitempty"`
+	Namespace          string `codec:",omitempty"`
+	EvalID             string `codec:",omitempty"`
+	Name               string `codec:",omitempty"`
+	NodeID             string `codec:",omitempty"`
+	NodeName           string `codec:",omitempty"`
+	JobID              string `codec:",omitempty"`
+	JobVersion         uint64 `codec:",omitempty"`
+	TaskGroup          string `codec:",omitempty"`
 	Resources          Resources
-	DesiredStatus      string
-	DesiredDescription string
-	ClientStatus       string
-	ClientDescription  string
+	DesiredStatus      string `codec:",omitempty"`
+	DesiredDescription string `codec:",omitempty"`
+	ClientStatus       string `codec:",omitempty"`
+	ClientDescription  string `codec:",omitempty"`
 	TaskStates         map[string]*TaskState
-	DeploymentID       string
+	DeploymentID       string `codec:",omitempty"`
 	DeploymentStatus   *AllocDeploymentStatus
-	PreviousAllocation string
-	NextAllocation     string
-	FollowupEvalID     string
+	PreviousAllocation string `codec:",omitempty"`
+	NextAllocation     string `codec:",omitempty"`
+	FollowupEvalID     string `codec:",omitempty"`
 	RescheduleTracker  *RescheduleTracker
 	DesiredTransition  DesiredTransition
 	Metrics            *AllocationMetric
@@ -80,11 +80,11 @@ type Allocation struct {
 	AllocStates []*AllocState `json:",omitempty"`
 	// CheckResults are the latest results of its service checks by check ID.
 	CheckResults     map[string]*CheckResult `json:",omitempty"`
-	CreateIndex      uint64
-	ModifyIndex      uint64
-	AllocModifyIndex uint64
-	CreateTime       int64
-	ModifyTime       int64
+	CreateIndex      uint64                  `codec:",omitempty"`
+	ModifyIndex      uint64                  `codec:",omitempty"`
+	AllocModifyIndex uint64                  `codec:",omitempty"`
+	CreateTime       int64                   `codec:",omitempty"`
+	ModifyTime       int64                   `codec:",omitempty"`
 }
 
 // AllocatedResources is Nomad's AllocatedResources, the shared part.
@@ -127,8 +127,8 @@ type PortMapping struct {
 // AllocState is one change the servers made to an allocation's field
 // (Field "ClientStatus": unknown, running again, lost).
 type AllocState struct {
-	Field string
-	Value string
+	Field string `codec:",omitempty"`
+	Value string `codec:",omitempty"`
 	Time  time.Time
 }
 
@@ -139,10 +139,10 @@ type RescheduleTracker struct {
 
 // RescheduleEvent is one reschedule (RescheduleTime in Unix nanoseconds).
 type RescheduleEvent struct {
-	RescheduleTime int64
-	PrevAllocID    string
-	PrevNodeID     string
-	Delay          time.Duration
+	RescheduleTime int64         `codec:",omitempty"`
+	PrevAllocID    string        `codec:",omitempty"`
+	PrevNodeID     string        `codec:",omitempty"`
+	Delay          time.Duration `codec:",omitempty"`
 }
 
 // DesiredTransition is what the servers want to happen to an allocation
@@ -204,8 +204,8 @@ type AllocDeploymentStatus struct {
 	// Healthy is nil until health is known.
 	Healthy     *bool
 	Timestamp   time.Time
-	Canary      bool
-	ModifyIndex uint64
+	Canary      bool   `codec:",omitempty"`
+	ModifyIndex uint64 `codec:",omitempty"`
 }
 
 // IsHealthy and IsUnhealthy read a possibly nil status.
@@ -216,9 +216,9 @@ func (s *AllocDeploymentStatus) IsUnhealthy() bool {
 
 // TaskState is the state of one task of an allocation.
 type TaskState struct {
-	State       string
-	Failed      bool
-	Restarts    uint64
+	State       string `codec:",omitempty"`
+	Failed      bool   `codec:",omitempty"`
+	Restarts    uint64 `codec:",omitempty"`
 	LastRestart time.Time
 	StartedAt   time.Time
 	FinishedAt  time.Time
@@ -227,28 +227,28 @@ type TaskState struct {
 
 // TaskEvent is one event of a task (Nomad's fields).
 type TaskEvent struct {
-	Type             string
-	Time             int64
-	FailsTask        bool
-	RestartReason    string
-	SetupError       string
-	DriverError      string
-	KillError        string
-	KillReason       string
-	DownloadError    string
-	ValidationError  string
-	FailedSibling    string
-	SecretsError     string
-	TaskSignalReason string
-	TaskSignal       string
-	DriverMessage    string
-	Message          string
-	DisplayMessage   string
-	ExitCode         int
-	Signal           int
-	KillTimeout      time.Duration
-	StartDelay       int64
-	DiskLimit        int64
+	Type             string        `codec:",omitempty"`
+	Time             int64         `codec:",omitempty"`
+	FailsTask        bool          `codec:",omitempty"`
+	RestartReason    string        `codec:",omitempty"`
+	SetupError       string        `codec:",omitempty"`
+	DriverError      string        `codec:",omitempty"`
+	KillError        string        `codec:",omitempty"`
+	KillReason       string        `codec:",omitempty"`
+	DownloadError    string        `codec:",omitempty"`
+	ValidationError  string        `codec:",omitempty"`
+	FailedSibling    string        `codec:",omitempty"`
+	SecretsError     string        `codec:",omitempty"`
+	TaskSignalReason string        `codec:",omitempty"`
+	TaskSignal       string        `codec:",omitempty"`
+	DriverMessage    string        `codec:",omitempty"`
+	Message          string        `codec:",omitempty"`
+	DisplayMessage   string        `codec:",omitempty"`
+	ExitCode         int           `codec:",omitempty"`
+	Signal           int           `codec:",omitempty"`
+	KillTimeout      time.Duration `codec:",omitempty"`
+	StartDelay       int64         `codec:",omitempty"`
+	DiskLimit        int64         `codec:",omitempty"`
 }
 
 // Allocations lists allocations (Params: namespace, prefix).

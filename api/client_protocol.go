@@ -52,9 +52,9 @@ type HeartbeatResponse struct {
 
 // AllocClientUpdate is a client's report of one of its allocations.
 type AllocClientUpdate struct {
-	ID                string
-	ClientStatus      string
-	ClientDescription string
+	ID                string `codec:",omitempty"`
+	ClientStatus      string `codec:",omitempty"`
+	ClientDescription string `codec:",omitempty"`
 	TaskStates        map[string]*TaskState
 	// DeploymentStatus carries health (Healthy and Timestamp); nil: unchanged.
 	DeploymentStatus *AllocDeploymentStatus

@@ -59,16 +59,16 @@ const (
 // CheckResult is the latest result of one check of an allocation
 // (Nomad's CheckQueryResult; GET /v1/client/allocation/:id/checks).
 type CheckResult struct {
-	ID         string
-	Check      string
-	Group      string
+	ID         string `codec:",omitempty"`
+	Check      string `codec:",omitempty"`
+	Group      string `codec:",omitempty"`
 	Task       string `json:",omitempty"`
-	Service    string
-	Status     string
-	StatusCode int `json:",omitempty"`
-	Output     string
-	Mode       string
-	Timestamp  int64
+	Service    string `codec:",omitempty"`
+	Status     string `codec:",omitempty"`
+	StatusCode int    `json:",omitempty"`
+	Output     string `codec:",omitempty"`
+	Mode       string `codec:",omitempty"`
+	Timestamp  int64  `codec:",omitempty"`
 }
 
 // ServiceRegistration is one registered instance of a service.

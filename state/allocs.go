@@ -51,28 +51,28 @@ const (
 
 // Allocation is one placement of a task group of one job version on a node.
 type Allocation struct {
-	ID                 string
-	Namespace          string
-	EvalID             string
-	Name               string
-	NodeID             string
-	NodeName           string
-	JobID              string
-	JobVersion         uint64
-	TaskGroup          string
+	ID                 string `codec:",omitempty"`
+	Namespace          string `codec:",omitempty"`
+	EvalID             string `codec:",omitempty"`
+	Name               string `codec:",omitempty"`
+	NodeID             string `codec:",omitempty"`
+	NodeName           string `codec:",omitempty"`
+	JobID              string `codec:",omitempty"`
+	JobVersion         uint64 `codec:",omitempty"`
+	TaskGroup          string `codec:",omitempty"`
 	Resources          Resources
-	DesiredStatus      string
-	DesiredDescription string
-	ClientStatus       string
-	ClientDescription  string
+	DesiredStatus      string `codec:",omitempty"`
+	DesiredDescription string `codec:",omitempty"`
+	ClientStatus       string `codec:",omitempty"`
+	ClientDescription  string `codec:",omitempty"`
 	TaskStates         map[string]*TaskState
-	DeploymentID       string
+	DeploymentID       string `codec:",omitempty"`
 	DeploymentStatus   *AllocDeploymentStatus
-	PreviousAllocation string
-	NextAllocation     string
+	PreviousAllocation string `codec:",omitempty"`
+	NextAllocation     string `codec:",omitempty"`
 	// FollowupEvalID is the evaluation that will replace this allocation
 	// after it failed.
-	FollowupEvalID string
+	FollowupEvalID string `codec:",omitempty"`
 	// RescheduleTracker lists the reschedules that led to this allocation.
 	RescheduleTracker *RescheduleTracker
 	DesiredTransition DesiredTransition
@@ -89,11 +89,11 @@ type Allocation struct {
 	// check ID, as its client reported them.
 	CheckResults map[string]*CheckResult `json:",omitempty"`
 
-	CreateIndex      uint64
-	ModifyIndex      uint64
-	AllocModifyIndex uint64
-	CreateTime       int64
-	ModifyTime       int64
+	CreateIndex      uint64 `codec:",omitempty"`
+	ModifyIndex      uint64 `codec:",omitempty"`
+	AllocModifyIndex uint64 `codec:",omitempty"`
+	CreateTime       int64  `codec:",omitempty"`
+	ModifyTime       int64  `codec:",omitempty"`
 }
 
 // AllocDeploymentStatus is an allocation's health as its deployment sees it.
@@ -101,8 +101,8 @@ type AllocDeploymentStatus struct {
 	// Healthy is nil until health is known.
 	Healthy     *bool
 	Timestamp   time.Time
-	Canary      bool
-	ModifyIndex uint64
+	Canary      bool   `codec:",omitempty"`
+	ModifyIndex uint64 `codec:",omitempty"`
 }
 
 // IsHealthy and IsUnhealthy say whether health was reported either way.
@@ -115,9 +115,9 @@ func (d *AllocDeploymentStatus) IsUnhealthy() bool {
 
 // TaskState is a task's state as the client reports it.
 type TaskState struct {
-	State       string
-	Failed      bool
-	Restarts    uint64
+	State       string `codec:",omitempty"`
+	Failed      bool   `codec:",omitempty"`
+	Restarts    uint64 `codec:",omitempty"`
 	LastRestart time.Time
 	StartedAt   time.Time
 	FinishedAt  time.Time
@@ -126,28 +126,28 @@ type TaskState struct {
 
 // TaskEvent is one thing that happened to a task (a record field).
 type TaskEvent struct {
-	Type             string
-	Time             int64
-	FailsTask        bool
-	RestartReason    string
-	SetupError       string
-	DriverError      string
-	KillError        string
-	KillReason       string
-	DownloadError    string
-	ValidationError  string
-	FailedSibling    string
-	SecretsError     string
-	TaskSignalReason string
-	TaskSignal       string
-	DriverMessage    string
-	Message          string
-	DisplayMessage   string
-	ExitCode         int
-	Signal           int
-	KillTimeout      time.Duration
-	StartDelay       int64
-	DiskLimit        int64
+	Type             string        `codec:",omitempty"`
+	Time             int64         `codec:",omitempty"`
+	FailsTask        bool          `codec:",omitempty"`
+	RestartReason    string        `codec:",omitempty"`
+	SetupError       string        `codec:",omitempty"`
+	DriverError      string        `codec:",omitempty"`
+	KillError        string        `codec:",omitempty"`
+	KillReason       string        `codec:",omitempty"`
+	DownloadError    string        `codec:",omitempty"`
+	ValidationError  string        `codec:",omitempty"`
+	FailedSibling    string        `codec:",omitempty"`
+	SecretsError     string        `codec:",omitempty"`
+	TaskSignalReason string        `codec:",omitempty"`
+	TaskSignal       string        `codec:",omitempty"`
+	DriverMessage    string        `codec:",omitempty"`
+	Message          string        `codec:",omitempty"`
+	DisplayMessage   string        `codec:",omitempty"`
+	ExitCode         int           `codec:",omitempty"`
+	Signal           int           `codec:",omitempty"`
+	KillTimeout      time.Duration `codec:",omitempty"`
+	StartDelay       int64         `codec:",omitempty"`
+	DiskLimit        int64         `codec:",omitempty"`
 }
 
 // TerminalStatus says whether the allocation is done: told to stop, or ended on its client.
@@ -260,9 +260,9 @@ func (s *Store) AllocsModifiedSince(index uint64) ([]*Allocation, error) {
 
 // AllocClientUpdate is what a client reports about one of its allocations.
 type AllocClientUpdate struct {
-	ID                string
-	ClientStatus      string
-	ClientDescription string
+	ID                string `codec:",omitempty"`
+	ClientStatus      string `codec:",omitempty"`
+	ClientDescription string `codec:",omitempty"`
 	TaskStates        map[string]*TaskState
 	// DeploymentStatus carries health (Healthy and Timestamp); nil: unchanged.
 	DeploymentStatus *AllocDeploymentStatus
@@ -274,10 +274,10 @@ type AllocClientUpdate struct {
 // accepted them, with the evaluations they cause and the time they were
 // accepted at.
 type NodeAllocReports struct {
-	NodeID  string
+	NodeID  string `codec:",omitempty"`
 	Updates []*AllocClientUpdate
 	Evals   []*Evaluation
-	Now     int64
+	Now     int64 `codec:",omitempty"`
 }
 
 // AllocsClientUpdate applies a batch of client reports at idx, with the

@@ -58,38 +58,38 @@ func DeploymentStatusDescriptionNoRollbackTarget(base string) string {
 
 // Deployment tracks the rollout of one version of a job.
 type Deployment struct {
-	ID                 string
-	Namespace          string
-	JobID              string
-	JobVersion         uint64
-	JobModifyIndex     uint64
-	JobSpecModifyIndex uint64
-	JobCreateIndex     uint64
-	IsMultiregion      bool
+	ID                 string `codec:",omitempty"`
+	Namespace          string `codec:",omitempty"`
+	JobID              string `codec:",omitempty"`
+	JobVersion         uint64 `codec:",omitempty"`
+	JobModifyIndex     uint64 `codec:",omitempty"`
+	JobSpecModifyIndex uint64 `codec:",omitempty"`
+	JobCreateIndex     uint64 `codec:",omitempty"`
+	IsMultiregion      bool   `codec:",omitempty"`
 	TaskGroups         map[string]*DeploymentState
-	Status             string
-	StatusDescription  string
-	EvalPriority       int
-	CreateIndex        uint64
-	ModifyIndex        uint64
-	CreateTime         int64
-	ModifyTime         int64
+	Status             string `codec:",omitempty"`
+	StatusDescription  string `codec:",omitempty"`
+	EvalPriority       int    `codec:",omitempty"`
+	CreateIndex        uint64 `codec:",omitempty"`
+	ModifyIndex        uint64 `codec:",omitempty"`
+	CreateTime         int64  `codec:",omitempty"`
+	ModifyTime         int64  `codec:",omitempty"`
 }
 
 // DeploymentState is one task group's progress in a deployment.
 type DeploymentState struct {
-	AutoRevert       bool
-	AutoPromote      bool
-	ProgressDeadline time.Duration
+	AutoRevert       bool          `codec:",omitempty"`
+	AutoPromote      bool          `codec:",omitempty"`
+	ProgressDeadline time.Duration `codec:",omitempty"`
 	// RequireProgressBy is nil until the first placement.
 	RequireProgressBy *time.Time
-	Promoted          bool
+	Promoted          bool `codec:",omitempty"`
 	PlacedCanaries    []string
-	DesiredCanaries   int
-	DesiredTotal      int
-	PlacedAllocs      int
-	HealthyAllocs     int
-	UnhealthyAllocs   int
+	DesiredCanaries   int `codec:",omitempty"`
+	DesiredTotal      int `codec:",omitempty"`
+	PlacedAllocs      int `codec:",omitempty"`
+	HealthyAllocs     int `codec:",omitempty"`
+	UnhealthyAllocs   int `codec:",omitempty"`
 }
 
 // Active says whether the deployment is still in progress.

@@ -7,8 +7,8 @@ const AllocStateFieldClientStatus = "ClientStatus"
 
 // AllocState is one change the servers made to an allocation's field.
 type AllocState struct {
-	Field string
-	Value string
+	Field string `codec:",omitempty"`
+	Value string `codec:",omitempty"`
 	Time  time.Time
 }
 

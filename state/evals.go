@@ -37,22 +37,22 @@ const (
 
 // Evaluation asks the scheduler to reconcile one job with the cluster.
 type Evaluation struct {
-	ID                string
-	Namespace         string
-	Priority          int
-	Type              string
-	TriggeredBy       string
-	JobID             string
-	JobModifyIndex    uint64
-	NodeID            string
-	DeploymentID      string
-	Status            string
-	StatusDescription string
+	ID                string `codec:",omitempty"`
+	Namespace         string `codec:",omitempty"`
+	Priority          int    `codec:",omitempty"`
+	Type              string `codec:",omitempty"`
+	TriggeredBy       string `codec:",omitempty"`
+	JobID             string `codec:",omitempty"`
+	JobModifyIndex    uint64 `codec:",omitempty"`
+	NodeID            string `codec:",omitempty"`
+	DeploymentID      string `codec:",omitempty"`
+	Status            string `codec:",omitempty"`
+	StatusDescription string `codec:",omitempty"`
 	// WaitUntil delays a follow-up evaluation (Unix nanoseconds; 0: at once).
-	WaitUntil    int64
-	NextEval     string
-	PreviousEval string
-	BlockedEval  string
+	WaitUntil    int64  `codec:",omitempty"`
+	NextEval     string `codec:",omitempty"`
+	PreviousEval string `codec:",omitempty"`
+	BlockedEval  string `codec:",omitempty"`
 	// QueuedAllocations per group that could not be placed.
 	QueuedAllocations map[string]int
 	// FailedTGAllocs says, per group, why allocations could not be placed.
@@ -63,16 +63,16 @@ type Evaluation struct {
 	// evaluation only when a node of an eligible or unseen class (or any
 	// node, when escaped) becomes ready.
 	ClassEligibility     map[string]bool
-	EscapedComputedClass bool
+	EscapedComputedClass bool `codec:",omitempty"`
 	// SnapshotIndex, on a blocked evaluation, is the nodes table's index in
 	// the state the scheduler saw: when the nodes have changed since, the
 	// broker runs it again at once (the change may have come too early to
 	// wake it).
-	SnapshotIndex uint64
-	CreateIndex   uint64
-	ModifyIndex   uint64
-	CreateTime    int64
-	ModifyTime    int64
+	SnapshotIndex uint64 `codec:",omitempty"`
+	CreateIndex   uint64 `codec:",omitempty"`
+	ModifyIndex   uint64 `codec:",omitempty"`
+	CreateTime    int64  `codec:",omitempty"`
+	ModifyTime    int64  `codec:",omitempty"`
 }
 
 // Terminal says whether the evaluation is done with.

@@ -149,8 +149,8 @@ type Task struct {
 
 // Resources a task asks for.
 type Resources struct {
-	CPU      int
-	MemoryMB int
+	CPU      int `codec:",omitempty"`
+	MemoryMB int `codec:",omitempty"`
 }
 
 // LookupTaskGroup returns the group called name, or nil.

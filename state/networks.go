@@ -23,10 +23,10 @@ type Port struct {
 // AllocatedPort is one port an allocation got on its node (Nomad's
 // AllocatedPortMapping).
 type AllocatedPort struct {
-	Label  string
-	Value  int
-	To     int
-	HostIP string
+	Label  string `codec:",omitempty"`
+	Value  int    `codec:",omitempty"`
+	To     int    `codec:",omitempty"`
+	HostIP string `codec:",omitempty"`
 }
 
 // Nomad's default dynamic port range of a node.

@@ -56,11 +56,11 @@ type SpreadTarget struct {
 // FailedTGAllocs, per group).
 type AllocMetric struct {
 	// NodesEvaluated counts the nodes the placement looked at.
-	NodesEvaluated int
+	NodesEvaluated int `codec:",omitempty"`
 	// NodesFiltered counts the nodes a constraint or driver ruled out.
-	NodesFiltered int
+	NodesFiltered int `codec:",omitempty"`
 	// NodesInPool counts the ready nodes of the job's node pool.
-	NodesInPool int
+	NodesInPool int `codec:",omitempty"`
 	// NodesAvailable counts the ready nodes per datacenter of the job.
 	NodesAvailable map[string]int
 	// ClassFiltered counts filtered nodes per node class.
@@ -68,7 +68,7 @@ type AllocMetric struct {
 	// ConstraintFiltered counts filtered nodes per constraint (its String).
 	ConstraintFiltered map[string]int
 	// NodesExhausted counts the nodes without room.
-	NodesExhausted int
+	NodesExhausted int `codec:",omitempty"`
 	// ClassExhausted counts nodes without room per node class.
 	ClassExhausted map[string]int
 	// DimensionExhausted counts nodes without room per resource ("cpu", "memory").
@@ -78,17 +78,17 @@ type AllocMetric struct {
 	// ScoreMetaData is the top scoring nodes with their scores.
 	ScoreMetaData []*NodeScoreMeta
 	// AllocationTime is how long the placement took (nanoseconds).
-	AllocationTime int64
+	AllocationTime int64 `codec:",omitempty"`
 	// CoalescedFailures counts further failed placements of the same
 	// group folded into this one.
-	CoalescedFailures int
+	CoalescedFailures int `codec:",omitempty"`
 }
 
 // NodeScoreMeta is one node's scores (Nomad's shape).
 type NodeScoreMeta struct {
-	NodeID    string
+	NodeID    string `codec:",omitempty"`
 	Scores    map[string]float64
-	NormScore float64
+	NormScore float64 `codec:",omitempty"`
 }
 
 // FilterNode counts a node ruled out by reason (Nomad's AllocMetric.FilterNode).

@@ -12,12 +12,12 @@ import (
 // as one Raft entry, and only if the state it was computed from still holds
 // for what it touches (see ApplyPlan).
 type Plan struct {
-	EvalID    string
-	Namespace string
-	JobID     string
+	EvalID    string `codec:",omitempty"`
+	Namespace string `codec:",omitempty"`
+	JobID     string `codec:",omitempty"`
 	// JobModifyIndex is the JobModifyIndex of the job version the plan was
 	// computed for (0: the job was gone).
-	JobModifyIndex uint64
+	JobModifyIndex uint64 `codec:",omitempty"`
 	Placements     []*Allocation
 	Stops          []*AllocStop
 	InPlace        []*AllocInPlace
@@ -32,7 +32,7 @@ type Plan struct {
 	// ClientStates are the servers' changes of client status: unknown on
 	// a disconnected node, running again once it reconnected.
 	ClientStates []*AllocClientState
-	Now          int64
+	Now          int64 `codec:",omitempty"`
 	// Annotations say what the scheduler wanted per group (Nomad's plan
 	// annotations, read by a dry run). They are not part of the Raft entry.
 	Annotations *PlanAnnotations `codec:"-"`
@@ -44,16 +44,16 @@ type Plan struct {
 // marks an unknown allocation lost once its node stayed away too long; a
 // status other than unknown clears it.
 type AllocClientState struct {
-	AllocID           string
-	ClientStatus      string
-	ClientDescription string
-	FollowupEvalID    string
+	AllocID           string `codec:",omitempty"`
+	ClientStatus      string `codec:",omitempty"`
+	ClientDescription string `codec:",omitempty"`
+	FollowupEvalID    string `codec:",omitempty"`
 	// Time is when the change happened (Unix nanoseconds; 0: the plan's Now).
-	Time int64
+	Time int64 `codec:",omitempty"`
 	// Reconnected: the allocation was kept when its node came back; the
 	// replacement it had is stopped, so it has no NextAllocation any more.
 	// (ClientStatus "" then leaves its status as it is.)
-	Reconnected bool
+	Reconnected bool `codec:",omitempty"`
 }
 
 // AllocFollowup links a failed allocation to the evaluation that will

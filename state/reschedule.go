@@ -31,10 +31,10 @@ type RescheduleTracker struct {
 // RescheduleEvent is one reschedule: when (Unix nanoseconds), from which
 // allocation and node, and after which delay.
 type RescheduleEvent struct {
-	RescheduleTime int64
-	PrevAllocID    string
-	PrevNodeID     string
-	Delay          time.Duration
+	RescheduleTime int64         `codec:",omitempty"`
+	PrevAllocID    string        `codec:",omitempty"`
+	PrevNodeID     string        `codec:",omitempty"`
+	Delay          time.Duration `codec:",omitempty"`
 }
 
 // Copy returns a deep copy (nil for nil).
