@@ -192,22 +192,22 @@ func init() {
 	registerTable(&memdb.TableSchema{
 		Name: allocsTable,
 		Indexes: map[string]*memdb.IndexSchema{
-			"id":   {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
-			"node": {Name: "node", Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
+			"id":   {Name: "id", Unique: true, Indexer: uuidIndex("ID", func(o *Allocation) string { return o.ID })},
+			"node": {Name: "node", Indexer: stringIndex("NodeID", func(o *Allocation) string { return o.NodeID })},
 			// A node's allocations in ModifyIndex order: its client's
 			// changes read follows only what changed.
 			allocsNodeModifyIndex: {Name: allocsNodeModifyIndex, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-				&memdb.StringFieldIndex{Field: "NodeID"},
-				&memdb.UintFieldIndex{Field: "ModifyIndex"},
+				stringIndex("NodeID", func(o *Allocation) string { return o.NodeID }),
+				uint64Index("ModifyIndex", func(o *Allocation) uint64 { return o.ModifyIndex }),
 			}}},
 			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-				&memdb.StringFieldIndex{Field: "Namespace"},
-				&memdb.StringFieldIndex{Field: "JobID"},
+				stringIndex("Namespace", func(o *Allocation) string { return o.Namespace }),
+				stringIndex("JobID", func(o *Allocation) string { return o.JobID }),
 			}}},
-			"deployment": {Name: "deployment", AllowMissing: true, Indexer: &memdb.UUIDFieldIndex{Field: "DeploymentID"}},
-			"eval":       {Name: "eval", AllowMissing: true, Indexer: &memdb.UUIDFieldIndex{Field: "EvalID"}},
+			"deployment": {Name: "deployment", AllowMissing: true, Indexer: uuidIndex("DeploymentID", func(o *Allocation) string { return o.DeploymentID })},
+			"eval":       {Name: "eval", AllowMissing: true, Indexer: uuidIndex("EvalID", func(o *Allocation) string { return o.EvalID })},
 			// ModifyIndex order, for readers that follow only what changed.
-			"modify": {Name: "modify", Indexer: &memdb.UintFieldIndex{Field: "ModifyIndex"}},
+			"modify": {Name: "modify", Indexer: uint64Index("ModifyIndex", func(o *Allocation) uint64 { return o.ModifyIndex })},
 		},
 	}, func() any { return new(Allocation) })
 }

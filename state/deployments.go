@@ -155,17 +155,17 @@ func init() {
 	registerTable(&memdb.TableSchema{
 		Name: deploymentsTable,
 		Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
+			"id": {Name: "id", Unique: true, Indexer: uuidIndex("ID", func(o *Deployment) string { return o.ID })},
 			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-				&memdb.StringFieldIndex{Field: "Namespace"},
-				&memdb.StringFieldIndex{Field: "JobID"},
+				stringIndex("Namespace", func(o *Deployment) string { return o.Namespace }),
+				stringIndex("JobID", func(o *Deployment) string { return o.JobID }),
 			}}},
 			// The list order (deployments_list.go).
 			deploymentsCreateIndex:   {Name: deploymentsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{}},
 			deploymentsNsCreateIndex: {Name: deploymentsNsCreateIndex, Unique: true, Indexer: deploymentOrderIndexer{namespace: true}},
 			// By ModifyIndex, for the watcher: it reads the deployments
 			// changed after what it checked, not every one in progress.
-			deploymentsModifyIndex: {Name: deploymentsModifyIndex, Indexer: &memdb.UintFieldIndex{Field: "ModifyIndex"}},
+			deploymentsModifyIndex: {Name: deploymentsModifyIndex, Indexer: uint64Index("ModifyIndex", func(o *Deployment) uint64 { return o.ModifyIndex })},
 		},
 	}, func() any { return new(Deployment) })
 }

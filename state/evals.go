@@ -88,14 +88,14 @@ func init() {
 	registerTable(&memdb.TableSchema{
 		Name: evalsTable,
 		Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: &memdb.UUIDFieldIndex{Field: "ID"}},
+			"id": {Name: "id", Unique: true, Indexer: uuidIndex("ID", func(o *Evaluation) string { return o.ID })},
 			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-				&memdb.StringFieldIndex{Field: "Namespace"},
-				&memdb.StringFieldIndex{Field: "JobID"},
+				stringIndex("Namespace", func(o *Evaluation) string { return o.Namespace }),
+				stringIndex("JobID", func(o *Evaluation) string { return o.JobID }),
 			}}},
-			"status": {Name: "status", Indexer: &memdb.StringFieldIndex{Field: "Status"}},
+			"status": {Name: "status", Indexer: stringIndex("Status", func(o *Evaluation) string { return o.Status })},
 			// ModifyIndex order, for readers that follow only what changed.
-			"modify": {Name: "modify", Indexer: &memdb.UintFieldIndex{Field: "ModifyIndex"}},
+			"modify": {Name: "modify", Indexer: uint64Index("ModifyIndex", func(o *Evaluation) uint64 { return o.ModifyIndex })},
 		},
 	}, func() any { return new(Evaluation) })
 }

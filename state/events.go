@@ -31,18 +31,33 @@ func (s *Store) tracking() bool {
 }
 
 // writeTxn opens the write transaction of every store write; with tracking
-// on, its changes are logged when (and only if) it commits.
-func (s *Store) writeTxn() *memdb.Txn {
+// on, its changes are logged when (and only if) it commits. after, if any,
+// get the committed changes too, before they are logged.
+func (s *Store) writeTxn(after ...func(memdb.Changes)) *memdb.Txn {
 	txn := s.db.Txn(true)
-	if s.tracking() {
-		txn.TrackChanges()
-		txn.Defer(func() {
-			cs := txn.Changes()
+	tracking := s.tracking()
+	if !tracking && len(after) == 0 {
+		return txn
+	}
+	txn.TrackChanges()
+	txn.Defer(func() {
+		// memdb builds the list anew on each call: commitOrch leaves the
+		// one it built last, when nothing was written after.
+		var cs memdb.Changes
+		if v, ok := s.committed.LoadAndDelete(txn); ok {
+			cs = v.(memdb.Changes)
+		} else {
+			cs = txn.Changes()
+		}
+		for _, f := range after {
+			f(cs)
+		}
+		if tracking {
 			s.changes.mu.Lock()
 			s.changes.changes = append(s.changes.changes, cs...)
 			s.changes.mu.Unlock()
-		})
-	}
+		}
+	})
 	return txn
 }
 

@@ -78,8 +78,8 @@ func init() {
 		Name: jobSummaryTable,
 		Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-				&memdb.StringFieldIndex{Field: "Namespace"},
-				&memdb.StringFieldIndex{Field: "JobID"},
+				stringIndex("Namespace", func(o *JobSummary) string { return o.Namespace }),
+				stringIndex("JobID", func(o *JobSummary) string { return o.JobID }),
 			}}},
 		},
 	}, func() any { return new(JobSummary) })
@@ -124,13 +124,7 @@ func (s *Store) JobSummaries(ws memdb.WatchSet, jobs []*Job) (uint64, map[[2]str
 // orchTxn opens a write transaction of the orchestrator's tables; commit it
 // with commitOrch, which derives the job summaries from what it changed.
 func (s *Store) orchTxn() *memdb.Txn {
-	txn := s.writeTxn()
-	txn.TrackChanges()
-	txn.Defer(func() {
-		changes := txn.Changes()
-		s.usage.apply(changes)
-	})
-	return txn
+	return s.writeTxn(s.usage.apply)
 }
 
 // commitOrch updates the summaries of the jobs txn touched, at idx, and
@@ -145,7 +139,10 @@ func (s *Store) commitOrch(txn *memdb.Txn, idx uint64) {
 	if err := updateServicesTxn(txn, idx, changes); err != nil {
 		panic(fmt.Sprintf("state: service registration update at index %d: %v", idx, err))
 	}
-	s.nodeAllocs.commit(txn, idx)
+	// Nothing is written after: these are the changes committed.
+	final := txn.Changes()
+	s.committed.Store(txn, final)
+	s.nodeAllocs.commit(txn, idx, final)
 }
 
 // updateSummariesTxn applies Nomad's summary rules to a transaction's

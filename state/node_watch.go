@@ -145,8 +145,7 @@ func listed(a *Allocation) bool { return a != nil && !a.ClientTerminalStatus() }
 // step for the readers; then it wakes the readers of the nodes whose
 // allocations the servers changed (placed, stopped, updated in place,
 // deleted), and of the nodes deleted.
-func (w *nodeAllocWatch) commit(txn *memdb.Txn, idx uint64) {
-	changes := txn.Changes()
+func (w *nodeAllocWatch) commit(txn *memdb.Txn, idx uint64, changes memdb.Changes) {
 	var woken []string
 	w.mu.Lock()
 	if w.horizon == math.MaxUint64 {
