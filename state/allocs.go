@@ -2,6 +2,8 @@ package state
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -192,10 +194,11 @@ func init() {
 	registerTable(&memdb.TableSchema{
 		Name: allocsTable,
 		Indexes: map[string]*memdb.IndexSchema{
-			"id":   {Name: "id", Unique: true, Indexer: uuidIndex("ID", func(o *Allocation) string { return o.ID })},
-			"node": {Name: "node", Indexer: stringIndex("NodeID", func(o *Allocation) string { return o.NodeID })},
+			"id": {Name: "id", Unique: true, Indexer: uuidIndex("ID", func(o *Allocation) string { return o.ID })},
 			// A node's allocations in ModifyIndex order: its client's
-			// changes read follows only what changed.
+			// changes read follows only what changed. It is also the
+			// by-node index (allocsOfNodeTxn): one index less to write
+			// on every report.
 			allocsNodeModifyIndex: {Name: allocsNodeModifyIndex, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				stringIndex("NodeID", func(o *Allocation) string { return o.NodeID }),
 				uint64Index("ModifyIndex", func(o *Allocation) uint64 { return o.ModifyIndex }),
@@ -224,7 +227,21 @@ func (s *Store) Allocs(ws memdb.WatchSet, ns string) (uint64, []*Allocation, err
 
 // AllocsByNode lists a node's allocations, by ID.
 func (s *Store) AllocsByNode(ws memdb.WatchSet, nodeID string) (uint64, []*Allocation, error) {
-	return getByIndex[Allocation](s, ws, allocsTable, "node", nodeID)
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	out, err := allocsOfNodeTxn(txn, ws, nodeID)
+	if err != nil {
+		return 0, nil, err
+	}
+	slices.SortFunc(out, func(a, b *Allocation) int { return strings.Compare(a.ID, b.ID) })
+	return maxIndex(txn, allocsTable), out, nil
+}
+
+// allocsOfNodeTxn lists a node's allocations in ModifyIndex order (ws, if
+// not nil, watches them).
+func allocsOfNodeTxn(txn *memdb.Txn, ws memdb.WatchSet, nodeID string) ([]*Allocation, error) {
+	// The node ID with its terminator: exactly this node's keys.
+	return listTxn[Allocation](txn, ws, allocsTable, allocsNodeModifyIndex+"_prefix", nodeID+"\x00")
 }
 
 // AllocsByJob lists a job's allocations, by ID.

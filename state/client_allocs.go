@@ -66,7 +66,7 @@ func (s *Store) ClientAllocChanges(nodeID string, since uint64) (*ClientAllocCha
 	out.Full = since == 0 || raw == nil || (since > 1 && since < raw.(*Node).CreateIndex) || !w.answersLocked(nodeID, since)
 	var iter memdb.ResultIterator
 	if out.Full {
-		iter, err = txn.Get(allocsTable, "node", nodeID)
+		iter, err = txn.Get(allocsTable, allocsNodeModifyIndex+"_prefix", nodeID+"\x00")
 	} else {
 		iter, err = txn.LowerBound(allocsTable, allocsNodeModifyIndex, nodeID, since+1)
 		out.Removed = w.removedSinceLocked(nodeID, since)

@@ -269,7 +269,7 @@ func (g *gcReader) nodeCandidate(n *Node) (bool, error) {
 	if n.Status != NodeStatusDown || n.StatusUpdatedAt > g.p.NodeCutoff {
 		return false, nil
 	}
-	allocs, err := listTxn[Allocation](g.txn, nil, allocsTable, "node", n.ID)
+	allocs, err := allocsOfNodeTxn(g.txn, nil, n.ID)
 	if err != nil {
 		return false, err
 	}
