@@ -194,7 +194,7 @@ func init() {
 	registerTable(&memdb.TableSchema{
 		Name: allocsTable,
 		Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: uuidNibbleIndex{field: func(obj any) string { return obj.(*Allocation).ID }}},
+			"id": {Name: "id", Unique: true, Indexer: uuidIndex("ID", func(o *Allocation) string { return o.ID })},
 			// A node's allocations in ModifyIndex order: its client's
 			// changes read follows only what changed. It is also the
 			// by-node index (allocsOfNodeTxn): one index less to write
@@ -207,8 +207,8 @@ func init() {
 				stringIndex("Namespace", func(o *Allocation) string { return o.Namespace }),
 				stringIndex("JobID", func(o *Allocation) string { return o.JobID }),
 			}}},
-			"deployment": {Name: "deployment", AllowMissing: true, Indexer: uuidNibbleIndex{field: func(obj any) string { return obj.(*Allocation).DeploymentID }}},
-			"eval":       {Name: "eval", AllowMissing: true, Indexer: uuidNibbleIndex{field: func(obj any) string { return obj.(*Allocation).EvalID }}},
+			"deployment": {Name: "deployment", AllowMissing: true, Indexer: uuidIndex("DeploymentID", func(o *Allocation) string { return o.DeploymentID })},
+			"eval":       {Name: "eval", AllowMissing: true, Indexer: uuidIndex("EvalID", func(o *Allocation) string { return o.EvalID })},
 			// ModifyIndex order, for readers that follow only what changed.
 			"modify": {Name: "modify", Indexer: uint64Index("ModifyIndex", func(o *Allocation) uint64 { return o.ModifyIndex })},
 		},

@@ -155,7 +155,7 @@ func init() {
 	registerTable(&memdb.TableSchema{
 		Name: deploymentsTable,
 		Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: uuidNibbleIndex{field: func(obj any) string { return obj.(*Deployment).ID }}},
+			"id": {Name: "id", Unique: true, Indexer: uuidIndex("ID", func(o *Deployment) string { return o.ID })},
 			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				stringIndex("Namespace", func(o *Deployment) string { return o.Namespace }),
 				stringIndex("JobID", func(o *Deployment) string { return o.JobID }),

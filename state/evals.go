@@ -88,7 +88,7 @@ func init() {
 	registerTable(&memdb.TableSchema{
 		Name: evalsTable,
 		Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: uuidNibbleIndex{field: func(obj any) string { return obj.(*Evaluation).ID }}},
+			"id": {Name: "id", Unique: true, Indexer: uuidIndex("ID", func(o *Evaluation) string { return o.ID })},
 			"job": {Name: "job", Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				stringIndex("Namespace", func(o *Evaluation) string { return o.Namespace }),
 				stringIndex("JobID", func(o *Evaluation) string { return o.JobID }),

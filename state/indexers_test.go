@@ -57,7 +57,7 @@ func TestTypedIndexersMatchMemdb(t *testing.T) {
 			}
 		}
 	}
-	if checked < 200*14 {
+	if checked < 200*15 {
 		t.Fatalf("only %d rows checked: fewer typed indexers than the schema has", checked)
 	}
 }

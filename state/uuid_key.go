@@ -38,23 +38,6 @@ func (u uuidNibbleIndex) FromArgs(args ...any) ([]byte, error) {
 	return uuidNibbles(id)
 }
 
-// PrefixFromArgs is memdb's UUIDFieldIndex prefix (id_prefix): up to 36
-// characters, at most four hyphens, an even number of hex digits, with its
-// errors; one byte per digit.
-func (u uuidNibbleIndex) PrefixFromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("must provide only a single argument")
-	}
-	prefix, ok := args[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("argument must be a string: %#v", args[0])
-	}
-	if len(prefix) > 36 {
-		return nil, fmt.Errorf("Invalid UUID length. UUID have 36 characters; got %d", len(prefix))
-	}
-	return hexNibbles(prefix)
-}
-
 // uuidNibbles checks id as memdb's UUIDFieldIndex does (36 characters, at
 // most four hyphens anywhere, an even number of hex digits), with its
 // error messages, and returns one byte per hex digit.
@@ -62,11 +45,6 @@ func uuidNibbles(id string) ([]byte, error) {
 	if len(id) != 36 {
 		return nil, fmt.Errorf("UUID must be 36 characters")
 	}
-	return hexNibbles(id)
-}
-
-// hexNibbles is memdb's UUID parse after its length check.
-func hexNibbles(id string) ([]byte, error) {
 	hyphens := strings.Count(id, "-")
 	if hyphens > 4 {
 		return nil, fmt.Errorf(`UUID should have maximum of 4 "-"; got %d`, hyphens)

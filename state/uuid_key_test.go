@@ -101,31 +101,3 @@ func FuzzIsUUID(f *testing.F) {
 		}
 	})
 }
-
-// The id_prefix form: every prefix of well- and ill-formed IDs gives the
-// UUID index's prefix as digits, or its error.
-func TestUUIDNibblePrefixAgreesWithUUIDIndex(t *testing.T) {
-	ids := []string{uuid.NewString(), "4D6E0B2A-1C3F-4A5B-9C8D-7E6F5A4B3C2D", "4d6e0b2a1c3f4a5b9c8d7e6f5a4b3c2d----",
-		"4d6e0b2a-1c3f-4a5b-9c8d-7e6f5a4b3c2dd0", "4d-6e-0b-2a-1c-3f", "4d6e0b2a-1c3f-4a5b-9c8d-7e6f5a4b3cxg", "zz"}
-	for _, id := range ids {
-		for n := 0; n <= len(id); n++ {
-			p := id[:n]
-			want, wantErr := (&memdb.UUIDFieldIndex{Field: "ID"}).PrefixFromArgs(p)
-			got, gotErr := uuidNibbleIndex{}.PrefixFromArgs(p)
-			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-				t.Fatalf("%q: nibble prefix error %v, UUID index error %v", p, gotErr, wantErr)
-			}
-			if wantErr != nil {
-				continue
-			}
-			if len(got) != 2*len(want) {
-				t.Fatalf("%q: %d nibbles for %d bytes", p, len(got), len(want))
-			}
-			for i, b := range want {
-				if got[2*i] != b>>4 || got[2*i+1] != b&0x0f {
-					t.Fatalf("%q: nibbles %x are not the digits of %x", p, got, want)
-				}
-			}
-		}
-	}
-}
