@@ -18,6 +18,7 @@ test: deps
 	$(GO) test -race -count=1 -timeout 18m ./...
 	cd third_party/go-immutable-radix && $(GO) test -race -count=1 .
 	cd third_party/raft && $(GO) test -race -count=1 -run 'TestLeader(ReplicatesWhileWriting|WriteFailureLosesLeadership)$$' .
+	cd third_party/raft-boltdb && $(GO) test -race -count=1 .
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
