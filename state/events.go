@@ -30,35 +30,32 @@ func (s *Store) tracking() bool {
 	return s.changes.on
 }
 
-// writeTxn opens the write transaction of every store write; with tracking
-// on, its changes are logged when (and only if) it commits. after, if any,
-// get the committed changes too, before they are logged.
-func (s *Store) writeTxn(after ...func(memdb.Changes)) *memdb.Txn {
+// writeTxn opens the write transaction of every store write but the
+// orchestrator's (orchTxn); with tracking on, its changes are logged when
+// (and only if) it commits.
+func (s *Store) writeTxn() *memdb.Txn {
 	txn := s.db.Txn(true)
-	tracking := s.tracking()
-	if !tracking && len(after) == 0 {
-		return txn
+	if s.tracking() {
+		txn.TrackChanges()
+		txn.Defer(func() { s.logChanges(txn.Changes()) })
 	}
-	txn.TrackChanges()
-	txn.Defer(func() {
-		// memdb builds the list anew on each call: commitOrch leaves the
-		// one it built last, when nothing was written after.
-		var cs memdb.Changes
-		if v, ok := s.committed.LoadAndDelete(txn); ok {
-			cs = v.(memdb.Changes)
-		} else {
-			cs = txn.Changes()
-		}
-		for _, f := range after {
-			f(cs)
-		}
-		if tracking {
-			s.changes.mu.Lock()
-			s.changes.changes = append(s.changes.changes, cs...)
-			s.changes.mu.Unlock()
-		}
-	})
 	return txn
+}
+
+// orchTxn opens a write transaction of the orchestrator's tables; commit it
+// with commitOrch (and only with it), which derives the job summaries from
+// what it changed and hands the changes to the nodes' usage and the log.
+func (s *Store) orchTxn() *memdb.Txn {
+	txn := s.db.Txn(true)
+	txn.TrackChanges()
+	return txn
+}
+
+// logChanges adds a committed transaction's changes to the log.
+func (s *Store) logChanges(cs memdb.Changes) {
+	s.changes.mu.Lock()
+	s.changes.changes = append(s.changes.changes, cs...)
+	s.changes.mu.Unlock()
 }
 
 // TakeChanges returns and forgets the changes committed since the last call.

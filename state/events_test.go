@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// Every store write opens its transaction with writeTxn, so that the event
-// stream sees its changes: a write transaction opened any other way would
+// Every store write opens its transaction with writeTxn or orchTxn (both in
+// events.go), so that the event stream sees its changes: a write transaction opened any other way would
 // change the state without events. (Restore builds a new store: no events.)
 func TestWriteTransactionsAreTracked(t *testing.T) {
 	files, err := filepath.Glob("*.go")

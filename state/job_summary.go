@@ -121,12 +121,6 @@ func (s *Store) JobSummaries(ws memdb.WatchSet, jobs []*Job) (uint64, map[[2]str
 	return maxIndex(txn, jobSummaryTable), out, nil
 }
 
-// orchTxn opens a write transaction of the orchestrator's tables; commit it
-// with commitOrch, which derives the job summaries from what it changed.
-func (s *Store) orchTxn() *memdb.Txn {
-	return s.writeTxn(s.usage.apply)
-}
-
 // commitOrch updates the summaries of the jobs txn touched, at idx, and
 // commits; the nodes' allocation watch takes the commit in. A summary
 // write can only fail on a broken schema: it panics, as maxIndex does,
@@ -139,9 +133,17 @@ func (s *Store) commitOrch(txn *memdb.Txn, idx uint64) {
 	if err := updateServicesTxn(txn, idx, changes); err != nil {
 		panic(fmt.Sprintf("state: service registration update at index %d: %v", idx, err))
 	}
-	// Nothing is written after: these are the changes committed.
+	// Nothing is written after: these are the changes committed (memdb
+	// builds the list anew on every call). Once committed, the nodes'
+	// usage takes them in, then the change log.
 	final := txn.Changes()
-	s.committed.Store(txn, final)
+	tracking := s.tracking()
+	txn.Defer(func() {
+		s.usage.apply(final)
+		if tracking {
+			s.logChanges(final)
+		}
+	})
 	s.nodeAllocs.commit(txn, idx, final)
 }
 

@@ -158,9 +158,6 @@ type Store struct {
 	// usage: what each node's live allocations hold, for the plan check
 	// (shared with point-in-time copies, which never read it).
 	usage *nodeUsage
-	// committed holds an orchestrator transaction's changes from its
-	// commit to its deferred readers (commitOrch, writeTxn).
-	committed sync.Map // *memdb.Txn -> memdb.Changes
 }
 
 // NewStore returns an empty store.
