@@ -151,6 +151,7 @@ func DefaultConfig() *Config {
 		RaftTimeout:       time.Second,
 		SnapshotThreshold: 8192,
 		SnapshotInterval:  30 * time.Second,
+		RaftBolt:          BoltOptions{NoFreelistSync: true, FreelistMap: true},
 		ACLEnabled:        true,
 		Datacenter:        "dc1",
 		TokenReapInterval: 30 * time.Second,

@@ -23,7 +23,13 @@ const (
 	LogStoreWAL = "wal"
 )
 
-// BoltOptions are the bbolt settings of the boltdb log store.
+// BoltOptions are the bbolt settings of the boltdb log store. DefaultConfig
+// turns NoFreelistSync and FreelistMap on, as etcd does for its bbolt: a
+// Raft log is appended at one end and truncated at the other after each
+// snapshot, which leaves the file with thousands of free pages (the log
+// between two snapshot checks), and bbolt's array freelist merges a new
+// sorted copy of all of them on every commit and writes them all out
+// (BenchmarkBoltFreelist). Either setting reads a file the other wrote.
 type BoltOptions struct {
 	// NoFreelistSync skips writing bbolt's freelist on every commit (it is
 	// rebuilt by a scan when the file is opened).
@@ -33,6 +39,16 @@ type BoltOptions struct {
 	// InitialMmapSize maps this many bytes up front, so the file can grow
 	// that far without a remap (bytes; 0: bbolt's default).
 	InitialMmapSize int
+}
+
+// bbolt is o as bbolt's options.
+func (o BoltOptions) bbolt() *bbolt.Options {
+	bo := &bbolt.Options{Timeout: bbolt.DefaultOptions.Timeout, NoFreelistSync: o.NoFreelistSync,
+		FreelistType: bbolt.FreelistArrayType, InitialMmapSize: o.InitialMmapSize}
+	if o.FreelistMap {
+		bo.FreelistType = bbolt.FreelistMapType
+	}
+	return bo
 }
 
 // openLogStore opens the Raft log and stable store of a persistent server in
@@ -50,13 +66,7 @@ func (s *Server) openLogStore(dir string) (raft.LogStore, raft.StableStore, erro
 		if exists(walDir) {
 			return nil, nil, fmt.Errorf("-raft-log-store=boltdb, but %s holds a wal log store: start with -raft-log-store=wal", dir)
 		}
-		o := s.config.RaftBolt
-		bo := &bbolt.Options{Timeout: bbolt.DefaultOptions.Timeout, NoFreelistSync: o.NoFreelistSync,
-			FreelistType: bbolt.FreelistArrayType, InitialMmapSize: o.InitialMmapSize}
-		if o.FreelistMap {
-			bo.FreelistType = bbolt.FreelistMapType
-		}
-		store, err := raftboltdb.New(raftboltdb.Options{Path: boltPath, BoltOptions: bo})
+		store, err := raftboltdb.New(raftboltdb.Options{Path: boltPath, BoltOptions: s.config.RaftBolt.bbolt()})
 		if err != nil {
 			return nil, nil, fmt.Errorf("failed to open Raft store %s: %w", boltPath, err)
 		}

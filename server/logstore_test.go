@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,6 +58,42 @@ func TestLogStoresKeepStateAcrossRestart(t *testing.T) {
 				t.Fatalf("start with the other log store: %v", err)
 			}
 		})
+	}
+}
+
+// A boltdb file written with bbolt's own freelist settings (an array
+// freelist written on every commit: what a server before the current
+// defaults wrote) opens with the defaults (a hashmap freelist rebuilt by a
+// scan), and the file those write opens with bbolt's settings again: the
+// state and the log are whole each time, and writes go on after each switch.
+func TestBoltFreelistSettingsReadEachOther(t *testing.T) {
+	if d := server.DefaultConfig().RaftBolt; !d.NoFreelistSync || !d.FreelistMap {
+		t.Fatalf("default bbolt options %+v: want NoFreelistSync and FreelistMap on", d)
+	}
+	dir, bind := t.TempDir(), servertest.FreeAddr(t)
+	var made []rule
+	var before listing
+	for i, bolt := range []server.BoltOptions{{}, server.DefaultConfig().RaftBolt, {}} {
+		ts := servertest.Start(t, servertest.Persistent(dir), servertest.BindAddr(bind), func(c *server.Config) { c.RaftBolt = bolt })
+		if i > 0 {
+			if after := listQ(t, ts, ""); after.Body != before.Body || after.Index != before.Index {
+				t.Fatalf("start %d with %+v: %v, before: %v", i, bolt, after, before)
+			}
+		}
+		for _, name := range []string{"a", "b", "c"} {
+			r := create(t, ts, fmt.Sprintf("%s%d", name, i))
+			if len(made) > 0 && r.CreateIndex <= made[len(made)-1].CreateIndex {
+				t.Fatalf("start %d: a write got index %d, not past %d", i, r.CreateIndex, made[len(made)-1].CreateIndex)
+			}
+			made = append(made, r)
+		}
+		before = listQ(t, ts, "")
+		if n := strings.Count(before.Body, `"BindName"`); n != len(made) {
+			t.Fatalf("start %d: %d rules listed, want %d: %s", i, n, len(made), before.Body)
+		}
+		if err := ts.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
