@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -181,3 +183,44 @@ func BenchmarkApplyCreatesOneByOne(b *testing.B)       { benchCreates(b, 1, fals
 func BenchmarkApplyCreatesBatch64(b *testing.B)        { benchCreates(b, 64, false) }
 func BenchmarkApplyCreatesOneByOneEvents(b *testing.B) { benchCreates(b, 1, true) }
 func BenchmarkApplyCreatesBatch64Events(b *testing.B)  { benchCreates(b, 64, true) }
+
+// BenchmarkCollectRules is one full collection of a store of 200,000
+// binding rules applied as the server applies creates (distinct BindNames,
+// batches of 16, events on), and reports what the store keeps per rule:
+// what the GC marks on every cycle, which is what a create costs more as
+// the store grows.
+//
+//	go test -run '^$' -bench CollectRules -benchtime=5x ./fsm/
+func BenchmarkCollectRules(b *testing.B) {
+	f := newFSM()
+	f.SetEventSink(stream.NewBuffer(stream.DefaultBufferSize))
+	const count = 200_000
+	logs := make([]*raft.Log, 0, 16)
+	for i := range count {
+		data, err := fsm.Encode(fsm.BindingRuleSetType, setReq(uuid.NewString(), "default", "m", fmt.Sprintf("svc%d-${value.name}", i), true))
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs = append(logs, &raft.Log{Index: uint64(i + 2), Term: 1, Type: raft.LogCommand, Data: data})
+		if len(logs) == cap(logs) || i == count-1 {
+			f.ApplyBatch(logs)
+			logs = logs[:0]
+		}
+	}
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/objects:objects"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	runtime.GC()
+	metrics.Read(samples)
+	live, objects, gcCPU := samples[0].Value.Uint64(), samples[1].Value.Uint64(), samples[2].Value.Float64()
+	b.ResetTimer()
+	for range b.N {
+		runtime.GC()
+	}
+	b.StopTimer()
+	metrics.Read(samples)
+	b.ReportMetric(float64(live)/count, "B/rule")
+	b.ReportMetric(float64(objects)/count, "objects/rule")
+	b.ReportMetric((samples[2].Value.Float64()-gcCPU)*1e3/float64(b.N), "ms-GC-CPU/op")
+	if n := f.State().Counts()["acl-binding-rules"]; n != count {
+		b.Fatalf("%d rules in the store, want %d", n, count)
+	}
+}

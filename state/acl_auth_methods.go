@@ -106,6 +106,11 @@ func (s *Store) ACLAuthMethodDelete(idx uint64, name string) error {
 	if err != nil {
 		return fmt.Errorf("failed deleting binding rules of %q: %w", method.Name, err)
 	}
+	if _, err := deleteWhere(txn, bindingRuleMethodsTable, func(raw any) bool {
+		return strings.EqualFold(raw.(*bindingRuleMethod).AuthMethod, method.Name)
+	}); err != nil {
+		return fmt.Errorf("failed deleting binding rules of %q: %w", method.Name, err)
+	}
 	tokens, err := deleteWhere(txn, aclTokensTable, func(raw any) bool {
 		return strings.EqualFold(raw.(*ACLToken).AuthMethod, method.Name)
 	})

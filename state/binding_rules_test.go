@@ -425,6 +425,11 @@ func TestBindingRuleWatchFound(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := seedList(t)
+			for i, name := range []string{"minikube", "jwt", "ldap"} {
+				if _, err := s.ACLAuthMethodSet(uint64(14+i), newMethod(name), true); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ws := memdb.NewWatchSet()
 			_, rule, err := s.BindingRule(ws, idB, tc.ns)
 			if err != nil || rule == nil {
@@ -483,6 +488,11 @@ func TestBindingRuleWatchMissing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := seedList(t)
+			for i, name := range []string{"minikube", "jwt", "ldap"} {
+				if _, err := s.ACLAuthMethodSet(uint64(14+i), newMethod(name), true); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ws := memdb.NewWatchSet()
 			_, rule, err := s.BindingRule(ws, tc.id, tc.ns)
 			if err != nil || rule != nil {
@@ -548,6 +558,37 @@ func TestBindingRulesWatch(t *testing.T) {
 		{"insert of another method", DefaultNamespace, "minikube", func(t *testing.T, s *Store) {
 			mustCreate(t, s, 20, newRule(idMissing, DefaultNamespace, "zzz", "n"))
 		}, false},
+		{"insert of the method in another case", DefaultNamespace, "minikube", func(t *testing.T, s *Store) {
+			mustCreate(t, s, 20, newRule(idMissing, DefaultNamespace, "Minikube", "n"))
+		}, false},
+		{"update of the filtered method", AllNamespaces, "minikube", func(t *testing.T, s *Store) {
+			if _, err := s.BindingRuleSet(20, newRule(idD, "team1", "", "d2"), false); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"update of another method", AllNamespaces, "minikube", func(t *testing.T, s *Store) {
+			if _, err := s.BindingRuleSet(20, newRule(idA, DefaultNamespace, "", "a2"), false); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"delete of another method", AllNamespaces, "minikube", func(t *testing.T, s *Store) {
+			if err := s.BindingRuleDelete(20, idA, DefaultNamespace); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"the filtered method deleted", AllNamespaces, "minikube", func(t *testing.T, s *Store) {
+			if err := s.ACLAuthMethodDelete(21, "minikube"); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"a method with no rules deleted", AllNamespaces, "minikube", func(t *testing.T, s *Store) {
+			if err := s.ACLAuthMethodDelete(21, "ldap"); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"first rule of a method never listed", DefaultNamespace, "ldap", func(t *testing.T, s *Store) {
+			mustCreate(t, s, 20, newRule(idMissing, DefaultNamespace, "ldap", "n"))
+		}, true},
 		{"rejected insert", DefaultNamespace, "", func(t *testing.T, s *Store) {
 			if _, err := s.BindingRuleSet(20, newRule(idA, DefaultNamespace, "jwt", "dup"), true); err == nil {
 				t.Fatal("conflicting create accepted")
@@ -557,6 +598,11 @@ func TestBindingRulesWatch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := seedList(t)
+			for i, name := range []string{"minikube", "jwt", "ldap"} {
+				if _, err := s.ACLAuthMethodSet(uint64(14+i), newMethod(name), true); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ws := memdb.NewWatchSet()
 			if _, _, err := s.BindingRules(ws, tc.ns, tc.method); err != nil {
 				t.Fatal(err)
@@ -603,5 +649,95 @@ func TestBindingRuleNilWatchSet(t *testing.T) {
 	}
 	if _, rs, err := s.BindingRules(nil, AllNamespaces, "minikube"); err != nil || len(rs) != 3 {
 		t.Fatalf("list with nil ws: %d %v", len(rs), err)
+	}
+}
+
+// The rows that wake the lists of one method's rules are derived: no
+// snapshot holds them (Tables, Counts, the Verifier), a restored store
+// starts without them and a list of a method watched there wakes on the
+// first write of its rules; deleting the method drops its rows, in every
+// case of its name.
+func TestBindingRuleMethodRowsAreDerived(t *testing.T) {
+	for _, table := range Tables() {
+		if table == bindingRuleMethodsTable {
+			t.Fatalf("Tables() = %v: holds the derived %s", Tables(), bindingRuleMethodsTable)
+		}
+	}
+	if err := NewVerifier().Insert(bindingRuleMethodsTable, &bindingRuleMethod{AuthMethod: "m"}); err == nil ||
+		err.Error() != "failed restoring a row of acl-binding-rule-methods: invalid table 'acl-binding-rule-methods'" {
+		t.Fatalf("a snapshot row of %s: %v", bindingRuleMethodsTable, err)
+	}
+	if NewRow(bindingRuleMethodsTable) != nil {
+		t.Fatalf("NewRow(%s) made a row", bindingRuleMethodsTable)
+	}
+
+	s := seedList(t)
+	if _, ok := s.Counts()[bindingRuleMethodsTable]; ok {
+		t.Fatalf("Counts() = %v: counts the derived table", s.Counts())
+	}
+	methods := func(s *Store) []string {
+		txn := s.db.Txn(false)
+		defer txn.Abort()
+		iter, err := txn.Get(bindingRuleMethodsTable, "id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for raw := iter.Next(); raw != nil; raw = iter.Next() {
+			out = append(out, raw.(*bindingRuleMethod).AuthMethod)
+		}
+		return out
+	}
+	if got := methods(s); !reflect.DeepEqual(got, []string{"jwt", "minikube"}) {
+		t.Fatalf("rows after the seed: %v", got)
+	}
+
+	r := NewRestore()
+	snap := s.Snapshot()
+	rules, err := snap.BindingRules()
+	snap.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rule := range rules {
+		copied := *rule
+		if err := r.BindingRule(&copied); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored := r.Commit()
+	if got := methods(restored); len(got) != 0 {
+		t.Fatalf("rows after a restore: %v", got)
+	}
+	ws := memdb.NewWatchSet()
+	_, list, err := restored.BindingRules(ws, AllNamespaces, "minikube")
+	if err != nil || len(list) != 3 {
+		t.Fatalf("restored list of minikube: %v, %v", list, err)
+	}
+	// (A watch on a missing row may also fire on a neighbour's insert.)
+	mustCreate(t, restored, 20, newRule(idMissing, DefaultNamespace, "minikube", "n"))
+	if !fired(ws) {
+		t.Fatal("the restored minikube list did not wake on its method's first rule")
+	}
+	ws = memdb.NewWatchSet()
+	if _, _, err := restored.BindingRules(ws, AllNamespaces, "minikube"); err != nil {
+		t.Fatal(err)
+	}
+	if err := restored.BindingRuleDelete(21, idB, DefaultNamespace); err != nil {
+		t.Fatal(err)
+	}
+	if !fired(ws) {
+		t.Fatal("the restored minikube list did not wake on the deletion of a minikube rule")
+	}
+
+	mustCreate(t, s, 20, newRule(idMissing, DefaultNamespace, "Minikube", "n"))
+	if _, err := s.ACLAuthMethodSet(21, newMethod("minikube"), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ACLAuthMethodDelete(22, "MINIKUBE"); err != nil {
+		t.Fatal(err)
+	}
+	if got := methods(s); !reflect.DeepEqual(got, []string{"jwt"}) {
+		t.Fatalf("rows after the method's deletion: %v, want only jwt's", got)
 	}
 }

@@ -71,11 +71,21 @@ func registerTable(s *memdb.TableSchema, row func() any) {
 	newRow[s.Name] = row
 }
 
-// Tables lists every table name, sorted, the index table first.
+// derivedTables are in the schema but in no snapshot: their rows are made
+// by the writes of other tables, and a restored store starts them empty.
+var derivedTables = map[string]bool{}
+
+func registerDerivedTable(s *memdb.TableSchema) {
+	tableSchemas[s.Name] = s
+	derivedTables[s.Name] = true
+}
+
+// Tables lists every table name a snapshot holds, sorted, the index table
+// first.
 func Tables() []string {
 	out := []string{indexTable}
 	for name := range tableSchemas {
-		if name != indexTable {
+		if name != indexTable && !derivedTables[name] {
 			out = append(out, name)
 		}
 	}
@@ -231,7 +241,7 @@ func (s *Store) Counts() map[string]int {
 	defer txn.Abort()
 	out := map[string]int{}
 	for name := range tableSchemas {
-		if name == indexTable {
+		if name == indexTable || derivedTables[name] {
 			continue
 		}
 		iter, err := txn.Get(name, "id")
