@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 )
@@ -68,6 +69,30 @@ type BindingRule struct {
 	Namespace   string
 	CreateIndex uint64
 	ModifyIndex uint64
+}
+
+// packStrings puts the strings only this rule holds (ID and Description;
+// with all=true also Selector and BindName, which a restore shares between
+// rules instead) in one allocation: the GC marks one object for them on
+// every cycle instead of up to four.
+func (r *BindingRule) packStrings(all bool) {
+	n := len(r.ID) + len(r.Description)
+	if all {
+		n += len(r.Selector) + len(r.BindName)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	field := func(f *string) {
+		start := b.Len()
+		b.WriteString(*f)
+		*f = b.String()[start:b.Len()]
+	}
+	field(&r.ID)
+	field(&r.Description)
+	if all {
+		field(&r.Selector)
+		field(&r.BindName)
+	}
 }
 
 // shareStrings shares the fields that rules repeat (all but ID and
@@ -210,6 +235,7 @@ func (b *Batch) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 	stored.AuthMethod = shared(stored.AuthMethod)
 	stored.Namespace = shared(stored.Namespace)
 	stored.BindType = shared(stored.BindType)
+	stored.packStrings(true)
 
 	// memdb computes every index value before it changes anything, so a
 	// failed insert leaves the batch as it was.
@@ -270,6 +296,7 @@ func (s *Snapshot) BindingRules() ([]*BindingRule, error) {
 // BindingRule restores one rule as it was.
 func (r *Restore) BindingRule(rule *BindingRule) error {
 	rule.shareStrings(r.strings.share)
+	rule.packStrings(false)
 	if err := r.txn.Insert(bindingRulesTable, rule); err != nil {
 		return fmt.Errorf("failed restoring binding rule %s: %w", rule.ID, err)
 	}

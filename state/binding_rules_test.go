@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/hashicorp/go-memdb"
 )
@@ -739,5 +740,52 @@ func TestBindingRuleMethodRowsAreDerived(t *testing.T) {
 	}
 	if got := methods(s); !reflect.DeepEqual(got, []string{"jwt"}) {
 		t.Fatalf("rows after the method's deletion: %v, want only jwt's", got)
+	}
+}
+
+// A stored rule keeps its own strings in one allocation (ID, Description,
+// Selector, BindName on a write; ID and Description on a restore, which
+// shares the others between rules), with the values unchanged.
+func TestBindingRuleStringsPacked(t *testing.T) {
+	contiguous := func(fields ...string) bool {
+		for i := 1; i < len(fields); i++ {
+			prev := fields[i-1]
+			if len(fields[i]) == 0 || len(prev) == 0 {
+				continue
+			}
+			if unsafe.StringData(fields[i]) != (*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(prev)), len(prev))) {
+				return false
+			}
+		}
+		return true
+	}
+	s := NewStore()
+	in := newRule(idA, DefaultNamespace, "m", "svc-${value.name}")
+	want := *in
+	got := mustCreate(t, s, 10, in)
+	if got.ID != want.ID || got.Description != want.Description || got.Selector != want.Selector || got.BindName != want.BindName ||
+		got.AuthMethod != want.AuthMethod || got.BindType != want.BindType || got.Namespace != want.Namespace {
+		t.Fatalf("stored %+v, want the fields of %+v", got, want)
+	}
+	if !contiguous(got.ID, got.Description, got.Selector, got.BindName) {
+		t.Fatal("a written rule's ID, Description, Selector and BindName are not one allocation")
+	}
+	noDesc := newRule(idB, DefaultNamespace, "m", "b")
+	noDesc.Description = ""
+	if got := mustCreate(t, s, 11, noDesc); got.Description != "" || got.BindName != "b" || got.ID != idB || !contiguous(got.ID, got.Selector, got.BindName) {
+		t.Fatalf("a rule without a description: %+v", got)
+	}
+
+	r := NewRestore()
+	row := newRule(idC, DefaultNamespace, "m", "c")
+	if err := r.Insert(bindingRulesTable, row); err != nil {
+		t.Fatal(err)
+	}
+	_, restored, err := r.Commit().BindingRule(nil, idC, DefaultNamespace)
+	if err != nil || restored == nil {
+		t.Fatalf("restored rule: %v, %v", restored, err)
+	}
+	if restored.ID != idC || restored.Description != "rule c" || restored.BindName != "c" || !contiguous(restored.ID, restored.Description) {
+		t.Fatalf("a restored rule's ID and Description are not one allocation, or changed: %+v", restored)
 	}
 }

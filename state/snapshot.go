@@ -119,6 +119,9 @@ func (r *Restore) Insert(table string, row any) error {
 	if n, ok := row.(*Node); ok {
 		n.class = n.computeClass()
 	}
+	if rule, ok := row.(*BindingRule); ok {
+		rule.packStrings(false)
+	}
 	if err := r.txn.Insert(table, row); err != nil {
 		return fmt.Errorf("failed restoring a row of %s: %w", table, err)
 	}
