@@ -10,15 +10,19 @@ import (
 const bindingRulesTable = "acl-binding-rules"
 
 // bindingRuleMethodsTable holds one row per auth method named by binding
-// rules, replaced by every write of one of its rules: a list of one
+// rules (as the rules spell it), with how many rules name it, replaced by
+// every write of one of them and deleted with the last: a list of one
 // method's rules watches that row. (A memdb index of the rules by method
 // did it with a second radix entry per rule: 30% of a rule's memory and 40%
 // of the GC's marking of the table, for that list alone, which now filters
-// a walk of the ID index.) Derived: in no snapshot, and a restored store
-// starts it empty — a watch on a missing row fires when it is made.
+// a walk of the ID index.) Derived: in no snapshot, rebuilt by a restore.
+// A watch on a missing row fires when the row is made.
 const bindingRuleMethodsTable = "acl-binding-rule-methods"
 
-type bindingRuleMethod struct{ AuthMethod string }
+type bindingRuleMethod struct {
+	AuthMethod string
+	Rules      int
+}
 
 // IsUUID says whether s is a UUID in its 36-character form (any case): the
 // ID form the tables' UUID indexes take, anything else being the caller's
@@ -120,11 +124,46 @@ func init() {
 	})
 }
 
-// ruleMethodChanged replaces the row of method (exact case), which fires
-// the watches of the lists of its rules.
-func ruleMethodChanged(txn *memdb.Txn, method string) error {
-	if err := txn.Insert(bindingRuleMethodsTable, &bindingRuleMethod{AuthMethod: method}); err != nil {
+// ruleMethodChanged replaces the row of method (exact case) with its rule
+// count moved by delta, or deletes it when no rule names the method any
+// more; either fires the watches of the lists of its rules.
+func ruleMethodChanged(txn *memdb.Txn, method string, delta int) error {
+	raw, err := txn.First(bindingRuleMethodsTable, "id", method)
+	if err != nil {
 		return fmt.Errorf("failed marking the rules of %q changed: %w", method, err)
+	}
+	n := delta
+	if raw != nil {
+		n += raw.(*bindingRuleMethod).Rules
+	}
+	if n <= 0 {
+		if raw == nil {
+			return nil
+		}
+		err = txn.Delete(bindingRuleMethodsTable, raw)
+	} else {
+		err = txn.Insert(bindingRuleMethodsTable, &bindingRuleMethod{AuthMethod: method, Rules: n})
+	}
+	if err != nil {
+		return fmt.Errorf("failed marking the rules of %q changed: %w", method, err)
+	}
+	return nil
+}
+
+// rebuildRuleMethods counts a restored store's rules per method.
+func rebuildRuleMethods(txn *memdb.Txn) error {
+	iter, err := txn.Get(bindingRulesTable, "id")
+	if err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		counts[raw.(*BindingRule).AuthMethod]++
+	}
+	for method, n := range counts {
+		if err := txn.Insert(bindingRuleMethodsTable, &bindingRuleMethod{AuthMethod: method, Rules: n}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -242,7 +281,11 @@ func (b *Batch) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 	if err := txn.Insert(bindingRulesTable, &stored); err != nil {
 		return nil, fmt.Errorf("failed inserting binding rule: %w", err)
 	}
-	if err := ruleMethodChanged(txn, stored.AuthMethod); err != nil {
+	delta := 0
+	if raw == nil {
+		delta = 1
+	}
+	if err := ruleMethodChanged(txn, stored.AuthMethod, delta); err != nil {
 		return nil, err
 	}
 	b.touch(bindingRulesTable, idx)
@@ -272,7 +315,7 @@ func (b *Batch) BindingRuleDelete(idx uint64, id, ns string) error {
 	if err := b.txn.Delete(bindingRulesTable, raw); err != nil {
 		return fmt.Errorf("failed deleting binding rule: %w", err)
 	}
-	if err := ruleMethodChanged(b.txn, raw.(*BindingRule).AuthMethod); err != nil {
+	if err := ruleMethodChanged(b.txn, raw.(*BindingRule).AuthMethod, -1); err != nil {
 		return err
 	}
 	b.touch(bindingRulesTable, idx)

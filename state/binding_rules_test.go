@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -654,10 +655,10 @@ func TestBindingRuleNilWatchSet(t *testing.T) {
 }
 
 // The rows that wake the lists of one method's rules are derived: no
-// snapshot holds them (Tables, Counts, the Verifier), a restored store
-// starts without them and a list of a method watched there wakes on the
-// first write of its rules; deleting the method drops its rows, in every
-// case of its name.
+// snapshot holds them (Tables, Counts, the Verifier), a restore rebuilds
+// them from the rules, each counts its method's rules and goes with the
+// last of them (or with the method, in any case of its name), so that the
+// table holds no more rows than there are methods named by rules.
 func TestBindingRuleMethodRowsAreDerived(t *testing.T) {
 	for _, table := range Tables() {
 		if table == bindingRuleMethodsTable {
@@ -676,21 +677,29 @@ func TestBindingRuleMethodRowsAreDerived(t *testing.T) {
 	if _, ok := s.Counts()[bindingRuleMethodsTable]; ok {
 		t.Fatalf("Counts() = %v: counts the derived table", s.Counts())
 	}
-	methods := func(s *Store) []string {
+	rows := func(s *Store) map[string]int {
 		txn := s.db.Txn(false)
 		defer txn.Abort()
 		iter, err := txn.Get(bindingRuleMethodsTable, "id")
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := []string{}
+		out := map[string]int{}
 		for raw := iter.Next(); raw != nil; raw = iter.Next() {
-			out = append(out, raw.(*bindingRuleMethod).AuthMethod)
+			out[raw.(*bindingRuleMethod).AuthMethod] = raw.(*bindingRuleMethod).Rules
 		}
 		return out
 	}
-	if got := methods(s); !reflect.DeepEqual(got, []string{"jwt", "minikube"}) {
-		t.Fatalf("rows after the seed: %v", got)
+	if got, want := rows(s), map[string]int{"jwt": 1, "minikube": 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows after the seed: %v, want %v", got, want)
+	}
+	// An update keeps the count; a rule of a new spelling adds a row.
+	if _, err := s.BindingRuleSet(20, newRule(idA, DefaultNamespace, "", "a2"), false); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, 21, newRule(idMissing, DefaultNamespace, "Minikube", "n"))
+	if got, want := rows(s), map[string]int{"jwt": 1, "minikube": 3, "Minikube": 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows after an update and a create: %v, want %v", got, want)
 	}
 
 	r := NewRestore()
@@ -702,44 +711,56 @@ func TestBindingRuleMethodRowsAreDerived(t *testing.T) {
 	}
 	for _, rule := range rules {
 		copied := *rule
-		if err := r.BindingRule(&copied); err != nil {
+		if err := r.Insert(bindingRulesTable, &copied); err != nil {
 			t.Fatal(err)
 		}
 	}
 	restored := r.Commit()
-	if got := methods(restored); len(got) != 0 {
-		t.Fatalf("rows after a restore: %v", got)
+	if got, want := rows(restored), rows(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows after a restore: %v, want %v", got, want)
 	}
 	ws := memdb.NewWatchSet()
-	_, list, err := restored.BindingRules(ws, AllNamespaces, "minikube")
-	if err != nil || len(list) != 3 {
+	if _, list, err := restored.BindingRules(ws, AllNamespaces, "minikube"); err != nil || len(list) != 3 {
 		t.Fatalf("restored list of minikube: %v, %v", list, err)
 	}
-	// (A watch on a missing row may also fire on a neighbour's insert.)
-	mustCreate(t, restored, 20, newRule(idMissing, DefaultNamespace, "minikube", "n"))
-	if !fired(ws) {
-		t.Fatal("the restored minikube list did not wake on its method's first rule")
-	}
-	ws = memdb.NewWatchSet()
-	if _, _, err := restored.BindingRules(ws, AllNamespaces, "minikube"); err != nil {
-		t.Fatal(err)
-	}
-	if err := restored.BindingRuleDelete(21, idB, DefaultNamespace); err != nil {
+	if err := restored.BindingRuleDelete(22, idB, DefaultNamespace); err != nil {
 		t.Fatal(err)
 	}
 	if !fired(ws) {
 		t.Fatal("the restored minikube list did not wake on the deletion of a minikube rule")
 	}
 
-	mustCreate(t, s, 20, newRule(idMissing, DefaultNamespace, "Minikube", "n"))
-	if _, err := s.ACLAuthMethodSet(21, newMethod("minikube"), true); err != nil {
+	// The last rule of a spelling takes its row: delete and create rules of
+	// ever new method names, and no row is left behind.
+	for i := range 20 {
+		id := fmt.Sprintf("%08x-1111-4111-8111-111111111111", i)
+		mustCreate(t, s, uint64(30+2*i), newRule(id, DefaultNamespace, fmt.Sprintf("gone%d", i), "n"))
+		if err := s.BindingRuleDelete(uint64(31+2*i), id, DefaultNamespace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := rows(s), map[string]int{"jwt": 1, "minikube": 3, "Minikube": 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows after creating and deleting rules of 20 other methods: %v, want %v", got, want)
+	}
+	ws = memdb.NewWatchSet()
+	if _, _, err := s.BindingRules(ws, DefaultNamespace, "jwt"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ACLAuthMethodDelete(22, "MINIKUBE"); err != nil {
+	if err := s.BindingRuleDelete(80, idA, DefaultNamespace); err != nil {
 		t.Fatal(err)
 	}
-	if got := methods(s); !reflect.DeepEqual(got, []string{"jwt"}) {
-		t.Fatalf("rows after the method's deletion: %v, want only jwt's", got)
+	if !fired(ws) {
+		t.Fatal("the jwt list did not wake on the deletion of its last rule")
+	}
+
+	if _, err := s.ACLAuthMethodSet(81, newMethod("minikube"), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ACLAuthMethodDelete(82, "MINIKUBE"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(s); len(got) != 0 {
+		t.Fatalf("rows after the last rules and the method went: %v, want none", got)
 	}
 }
 

@@ -66,6 +66,9 @@ func (r *Restore) Commit() *Store {
 	if err := r.store.nodeAllocs.rebuild(r.txn); err != nil {
 		panic(fmt.Sprintf("state: indexing the nodes' allocations: %v", err))
 	}
+	if err := rebuildRuleMethods(r.txn); err != nil {
+		panic(fmt.Sprintf("state: counting the binding rules per auth method: %v", err))
+	}
 	r.txn.Commit()
 	return r.store
 }
