@@ -18,6 +18,10 @@ type Batch struct {
 	// per entry (record) instead of memdb tracking the whole transaction.
 	explicit bool
 	entry    []memdb.Change
+
+	// ruleMethods: how the batch moved each auth method's binding-rule
+	// count; its rows are written once, at Commit (ruleMethodChanged).
+	ruleMethods map[string]int
 }
 
 // NewBatch opens a write transaction. Only one can be open at a time (the
@@ -33,8 +37,24 @@ func (b *Batch) touch(table string, idx uint64) {
 	}
 }
 
-// Commit writes the index rows and makes the batch's writes visible.
+// ruleMethod records a write of a rule of method that moved its count by
+// delta (0 for an update).
+func (b *Batch) ruleMethod(method string, delta int) {
+	if b.ruleMethods == nil {
+		b.ruleMethods = map[string]int{}
+	}
+	b.ruleMethods[method] += delta
+}
+
+// Commit writes the derived and the index rows and makes the batch's
+// writes visible.
 func (b *Batch) Commit() error {
+	for method, delta := range b.ruleMethods {
+		if err := ruleMethodChanged(b.txn, method, delta); err != nil {
+			b.txn.Abort()
+			return err
+		}
+	}
 	for table, idx := range b.indexes {
 		if err := setIndex(b.txn, table, idx); err != nil {
 			b.txn.Abort()

@@ -126,7 +126,8 @@ func init() {
 
 // ruleMethodChanged replaces the row of method (exact case) with its rule
 // count moved by delta, or deletes it when no rule names the method any
-// more; either fires the watches of the lists of its rules.
+// more; either fires the watches of the lists of its rules. A batch calls
+// it once per method it wrote rules of, at its commit.
 func ruleMethodChanged(txn *memdb.Txn, method string, delta int) error {
 	raw, err := txn.First(bindingRuleMethodsTable, "id", method)
 	if err != nil {
@@ -285,9 +286,7 @@ func (b *Batch) BindingRuleSet(idx uint64, rule *BindingRule, create bool) (*Bin
 	if raw == nil {
 		delta = 1
 	}
-	if err := ruleMethodChanged(txn, stored.AuthMethod, delta); err != nil {
-		return nil, err
-	}
+	b.ruleMethod(stored.AuthMethod, delta)
 	b.touch(bindingRulesTable, idx)
 	b.record(bindingRulesTable, raw, &stored)
 	return &stored, nil
@@ -315,9 +314,7 @@ func (b *Batch) BindingRuleDelete(idx uint64, id, ns string) error {
 	if err := b.txn.Delete(bindingRulesTable, raw); err != nil {
 		return fmt.Errorf("failed deleting binding rule: %w", err)
 	}
-	if err := ruleMethodChanged(b.txn, raw.(*BindingRule).AuthMethod, -1); err != nil {
-		return err
-	}
+	b.ruleMethod(raw.(*BindingRule).AuthMethod, -1)
 	b.touch(bindingRulesTable, idx)
 	b.record(bindingRulesTable, raw, nil)
 	return nil
