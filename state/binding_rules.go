@@ -335,8 +335,7 @@ func (s *Snapshot) BindingRules() ([]*BindingRule, error) {
 
 // BindingRule restores one rule as it was.
 func (r *Restore) BindingRule(rule *BindingRule) error {
-	rule.shareStrings(r.strings.share)
-	rule.packStrings(false)
+	r.prepare(rule)
 	if err := r.txn.Insert(bindingRulesTable, rule); err != nil {
 		return fmt.Errorf("failed restoring binding rule %s: %w", rule.ID, err)
 	}

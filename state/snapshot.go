@@ -116,19 +116,25 @@ func NewRow(table string) any {
 // Insert restores one row of a table as it was (its repeated strings shared
 // with the rows restored before it).
 func (r *Restore) Insert(table string, row any) error {
-	if ss, ok := row.(stringSharer); ok {
-		ss.shareStrings(r.strings.share)
-	}
-	if n, ok := row.(*Node); ok {
-		n.class = n.computeClass()
-	}
-	if rule, ok := row.(*BindingRule); ok {
-		rule.packStrings(false)
-	}
+	r.prepare(row)
 	if err := r.txn.Insert(table, row); err != nil {
 		return fmt.Errorf("failed restoring a row of %s: %w", table, err)
 	}
 	return nil
+}
+
+// prepare readies a restored row for the store: its repeated strings
+// shared, a rule's own strings packed, a node's class computed.
+func (r *Restore) prepare(row any) {
+	if ss, ok := row.(stringSharer); ok {
+		ss.shareStrings(r.strings.share)
+	}
+	switch row := row.(type) {
+	case *Node:
+		row.class = row.computeClass()
+	case *BindingRule:
+		row.packStrings(false)
+	}
 }
 
 // Verifier checks snapshot rows as a Restore takes them (the table exists
