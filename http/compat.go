@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -13,35 +14,62 @@ import (
 
 const servicePrefix = "X-Service-"
 
-// headerPrefixes are the header name prefixes a response to r carries.
-func headerPrefixes(r *http.Request) []string {
+// headerFamily says whose clients read a response: ours only, or Consul's
+// or Nomad's official clients too.
+type headerFamily int
+
+const (
+	serviceHeaders headerFamily = iota
+	consulHeaders
+	nomadHeaders
+)
+
+func headerFamilyOf(r *http.Request) headerFamily {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/v1/acl/"):
-		return consulPrefixes
+		return consulHeaders
 	case strings.HasPrefix(r.URL.Path, "/v1/deployment"), strings.HasPrefix(r.URL.Path, "/v1/job"),
 		strings.HasPrefix(r.URL.Path, "/v1/evaluation"),
 		strings.HasPrefix(r.URL.Path, "/v1/node"), strings.HasPrefix(r.URL.Path, "/v1/allocation"),
 		strings.HasPrefix(r.URL.Path, "/v1/namespace"), strings.HasPrefix(r.URL.Path, "/v1/search"),
 		strings.HasPrefix(r.URL.Path, "/v1/service"), strings.HasPrefix(r.URL.Path, "/v1/client/allocation/"):
-		return nomadPrefixes
+		return nomadHeaders
 	}
-	return servicePrefixes
+	return serviceHeaders
 }
 
-// The prefix lists, shared by every response (callers only read them).
-var (
-	servicePrefixes = []string{servicePrefix}
-	consulPrefixes  = []string{servicePrefix, "X-Consul-"}
-	nomadPrefixes   = []string{servicePrefix, "X-Nomad-"}
-)
+// familyPrefixes are each family's header name prefixes, shared by every
+// response (callers only read them).
+var familyPrefixes = [...][]string{
+	serviceHeaders: {servicePrefix},
+	consulHeaders:  {servicePrefix, "X-Consul-"},
+	nomadHeaders:   {servicePrefix, "X-Nomad-"},
+}
 
-// metaHeaderNames are the read-meta header names under each prefix, in
-// canonical form, so that setting them needs no canonicalization.
-var metaHeaderNames = map[string][3]string{}
+// familyMetaNames are the read-meta header names (index, known leader, last
+// contact) under each of a family's prefixes, in canonical form, so that
+// setting them needs no canonicalization.
+var familyMetaNames = func() (out [len(familyPrefixes)][][3]string) {
+	for f, prefixes := range familyPrefixes {
+		for _, p := range prefixes {
+			out[f] = append(out[f], [3]string{p + "Index", p + "Knownleader", p + "Lastcontact"})
+		}
+	}
+	return out
+}()
 
-func init() {
-	for _, p := range []string{servicePrefix, "X-Consul-", "X-Nomad-"} {
-		metaHeaderNames[p] = [3]string{p + "Index", p + "Knownleader", p + "Lastcontact"}
+// headerPrefixes are the header name prefixes a response to r carries.
+func headerPrefixes(r *http.Request) []string { return familyPrefixes[headerFamilyOf(r)] }
+
+// metaHeaderNames are the read-meta header names a response to r carries.
+func metaHeaderNames(r *http.Request) [][3]string { return familyMetaNames[headerFamilyOf(r)] }
+
+// setWriteIndex sends a write's Raft index under every header prefix the
+// path's clients read.
+func setWriteIndex(w http.ResponseWriter, r *http.Request, index uint64) {
+	v := strconv.FormatUint(index, 10)
+	for _, prefix := range headerPrefixes(r) {
+		w.Header().Set(prefix+"Index", v)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/acl"
@@ -259,18 +258,11 @@ func (h *Handler) deploymentWrite(w http.ResponseWriter, r *http.Request, what s
 	if err != nil {
 		return nil, err
 	}
-	setIndexHeader(w, r, res.Index)
+	setWriteIndex(w, r, res.Index)
 	if reverted {
 		return deploymentUpdateResponse{res.EvalID, res.EvalCreateIndex, res.DeploymentModifyIndex, res.RevertedJobVersion, res.Index}, nil
 	}
 	return deploymentActionResponse{res.EvalID, res.EvalCreateIndex, res.DeploymentModifyIndex, res.Index}, nil
-}
-
-// setIndexHeader is a write's only header: the index it was applied at.
-func setIndexHeader(w http.ResponseWriter, r *http.Request, index uint64) {
-	for _, prefix := range headerPrefixes(r) {
-		w.Header().Set(prefix+"Index", strconv.FormatUint(index, 10))
-	}
 }
 
 // decodeDeploymentBody decodes a control operation's body strictly; with

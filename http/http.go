@@ -92,6 +92,8 @@ type Handler struct {
 	blocked atomic.Int64
 	// gaugeDue: a publication of blocked is scheduled (see blockedChanged).
 	gaugeDue atomic.Bool
+	// deadlines end the blocking queries' waits.
+	deadlines deadlines
 	// events configures GET /v1/event/stream (event_stream.go).
 	events eventStreamConfig
 }

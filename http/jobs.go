@@ -297,14 +297,6 @@ func (h *Handler) submittedJob(r *http.Request, raw json.RawMessage, bodyNS stri
 	return id, job, nil
 }
 
-// setWriteIndex sends a write's Raft index under every header prefix the
-// path's clients read.
-func setWriteIndex(w http.ResponseWriter, r *http.Request, index uint64) {
-	for _, prefix := range headerPrefixes(r) {
-		w.Header().Set(prefix+"Index", strconv.FormatUint(index, 10))
-	}
-}
-
 // jobWriteTarget resolves the caller and namespace of a write on the path's
 // job (the jobs service checks submit-job there); body is the namespace a
 // body named ("" for none).

@@ -69,7 +69,7 @@ func (h *Handler) nodeDrainWrite(w http.ResponseWriter, r *http.Request, what st
 	if err != nil {
 		return nil, err
 	}
-	setIndexHeader(w, r, res.Index)
+	setWriteIndex(w, r, res.Index)
 	return res, nil
 }
 

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"errors"
 
 	metrics "github.com/armon/go-metrics"
 	"math/rand/v2"
@@ -77,18 +78,15 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 			return meta, err
 		}
 	}
-	ctx := r.Context()
+	var timeout <-chan struct{}
 	if opts.minIndex > 0 {
-
 		wait := opts.wait
 		if wait <= 0 {
 			wait = defaultQueryWait
 		}
 		wait = min(wait, maxQueryWait)
 		wait += rand.N(wait/jitterFraction + 1)
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, wait)
-		defer cancel()
+		timeout = h.deadlines.after(wait)
 	}
 	// Only a read that may have to wait fills a watch set: not one that
 	// will not block, nor the read after a wake-up or a timeout, which is
@@ -117,7 +115,7 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 			continue
 		}
 		watch = false
-		if h.wait(ctx, ws) != nil {
+		if h.wait(r.Context(), timeout, ws) != nil {
 			// Timed out: read once more, so that the answer carries the
 			// current index even when what we watched did not change.
 			timedOut = true
@@ -141,38 +139,57 @@ func (h *Handler) blockingQuery(r *http.Request, opts queryOptions, fn queryFunc
 }
 
 // setMeta writes the read headers, under our names and, where an official
-// client expects them, under upstream's too.
+// client expects them, under upstream's too. Every prefix's header shares
+// one value slice of capacity one (an Add reallocates it; nothing writes an
+// element): a woken blocking query sets six of these.
 func setMeta(w http.ResponseWriter, r *http.Request, meta queryMeta) {
-	index := strconv.FormatUint(meta.index, 10)
-	known := strconv.FormatBool(meta.knownLeader)
-	contact := strconv.FormatInt(meta.lastContact.Milliseconds(), 10)
+	values := [3]string{
+		strconv.FormatUint(meta.index, 10),
+		strconv.FormatBool(meta.knownLeader),
+		strconv.FormatInt(meta.lastContact.Milliseconds(), 10),
+	}
 	h := w.Header()
-	for _, prefix := range headerPrefixes(r) {
-		names := metaHeaderNames[prefix]
-		h[names[0]] = []string{index}
-		h[names[1]] = []string{known}
-		h[names[2]] = []string{contact}
+	for _, names := range metaHeaderNames(r) {
+		h[names[0]] = values[0:1:1]
+		h[names[1]] = values[1:2:2]
+		h[names[2]] = values[2:3:3]
 	}
 }
 
-// wait blocks on ws, counted as a blocked query while it waits.
-func (h *Handler) wait(ctx context.Context, ws memdb.WatchSet) error {
+// wait blocks on ws until it fires (nil), timeout closes or ctx ends (an
+// error), counted as a blocked query while it waits.
+func (h *Handler) wait(ctx context.Context, timeout <-chan struct{}, ws memdb.WatchSet) error {
 	h.blocked.Add(1)
 	h.blockedChanged()
 	defer func() {
 		h.blocked.Add(-1)
 		h.blockedChanged()
 	}()
-	return watchSet(ctx, ws)
+	return watchSet(ctx, timeout, ws)
 }
 
-// watchSet blocks until a channel of ws closes (nil) or ctx ends (its
-// error). memdb's WatchCtx selects over 32 cases for any set of up to 32
-// channels; a read watches two to four, so those get a select of their own
-// size.
-func watchSet(ctx context.Context, ws memdb.WatchSet) error {
+// errWaitEnded is watchSet's answer when its timeout closes.
+var errWaitEnded = errors.New("blocking query wait ended")
+
+// watchSet blocks until a channel of ws closes (nil), timeout closes
+// (errWaitEnded) or ctx ends (its error). memdb's WatchCtx selects over 32
+// cases for any set of up to 32 channels; a read watches two to four, so
+// those get a select of their own size.
+func watchSet(ctx context.Context, timeout <-chan struct{}, ws memdb.WatchSet) error {
 	if len(ws) > 4 {
-		return ws.WatchCtx(ctx)
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go func() {
+			select {
+			case <-timeout:
+				cancel(errWaitEnded)
+			case <-ctx.Done():
+			}
+		}()
+		if err := ws.WatchCtx(ctx); err != nil {
+			return context.Cause(ctx)
+		}
+		return nil
 	}
 	var chs [4]<-chan struct{} // nil channels never fire
 	i := 0
@@ -185,6 +202,8 @@ func watchSet(ctx context.Context, ws memdb.WatchSet) error {
 	case <-chs[1]:
 	case <-chs[2]:
 	case <-chs[3]:
+	case <-timeout:
+		return errWaitEnded
 	case <-ctx.Done():
 		return ctx.Err()
 	}
