@@ -8,20 +8,20 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"sync"
 
 	"github.com/ctlplane/ctlplane/scripts/internal/benchutil"
 )
 
-// rawWatchers send blocked GETs on plain TCP connections and read the
-// answer with a minimal HTTP/1.1 response parser: one read for a small
-// answer, no transport goroutines. The connections stay open until close,
-// so that their teardown is not part of what is measured.
+// rawWatchers send blocked GETs on plain TCP connections and read each
+// answer with a minimal HTTP/1.1 response parser. The generator shares the
+// cores with the server it measures, so the answers are read with as little
+// CPU as can be: by one epoll loop for all the connections, with no
+// goroutine or netpoller wake-up per answer (rawwatch_linux.go; the load
+// generator, like benchutil, is for Linux). The connections stay open until
+// close, so that their teardown is not part of what is measured.
 type rawWatchers struct {
 	host, token string
-
-	mu    sync.Mutex
-	conns []net.Conn
+	reader      *rawReader
 }
 
 func newRawWatchers(base, token string) (*rawWatchers, error) {
@@ -29,78 +29,68 @@ func newRawWatchers(base, token string) (*rawWatchers, error) {
 	if err != nil || u.Scheme != "http" {
 		return nil, fmt.Errorf("raw watchers need an http:// address, not %q", base)
 	}
-	return &rawWatchers{host: u.Host, token: token}, nil
-}
-
-func (w *rawWatchers) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range w.conns {
-		c.Close()
+	r, err := newRawReader()
+	if err != nil {
+		return nil, err
 	}
-	w.conns = nil
+	return &rawWatchers{host: u.Host, token: token, reader: r}, nil
 }
 
-// get sends GET path and reads the answer; wrote is called once the
-// request is written.
-func (w *rawWatchers) get(ctx context.Context, path string, wrote func()) benchutil.Response {
+// close fails the answers still awaited and closes every connection.
+func (w *rawWatchers) close() { w.reader.close() }
+
+// start sends GET path and returns; wrote is called once the request is
+// written (or failed), done with the answer, once, from another goroutine
+// (a failure to connect or write: before start returns). An answer not in
+// by ctx's end is failed with ctx's error.
+func (w *rawWatchers) start(ctx context.Context, path string, wrote func(), done func(benchutil.Response)) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", w.host)
 	if err != nil {
 		wrote()
-		return benchutil.Response{Err: err}
-	}
-	w.mu.Lock()
-	w.conns = append(w.conns, conn)
-	w.mu.Unlock()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
+		done(benchutil.Response{Err: err})
+		return
 	}
 	req := "GET " + path + " HTTP/1.1\r\nHost: " + w.host + "\r\n"
 	if w.token != "" {
 		req += "X-Service-Token: " + w.token + "\r\n"
 	}
 	req += "\r\n"
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetWriteDeadline(dl)
+	}
 	_, err = conn.Write([]byte(req))
 	wrote()
 	if err != nil {
-		return benchutil.Response{Err: err}
+		conn.Close()
+		done(benchutil.Response{Err: err})
+		return
 	}
-	return readRawResponse(conn)
+	w.reader.await(ctx, conn.(*net.TCPConn), done)
 }
 
 var errBadResponse = errors.New("malformed HTTP response")
 
-// readRawResponse reads one response with a Content-Length body.
-func readRawResponse(conn net.Conn) benchutil.Response {
-	buf := make([]byte, 0, 2048)
-	var r benchutil.Response
-	headerEnd, bodyLen := -1, -1
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := conn.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if headerEnd < 0 {
-			if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
-				headerEnd = i + 4
-				if r, bodyLen, err = parseRawHeader(buf[:i]); err != nil {
-					return benchutil.Response{Err: err}
-				}
-			}
-		}
-		if headerEnd >= 0 && len(buf)-headerEnd >= bodyLen {
-			r.Body = buf[headerEnd : headerEnd+bodyLen]
-			return r
-		}
-		if err != nil {
-			return benchutil.Response{Err: fmt.Errorf("reading the response after %d bytes: %w", len(buf), err)}
-		}
+// parseRawResponse parses buf, the bytes read so far: complete is false
+// while more are to come.
+func parseRawResponse(buf []byte) (r benchutil.Response, complete bool) {
+	i := bytes.Index(buf, []byte("\r\n\r\n"))
+	if i < 0 {
 		if len(buf) > 1<<20 {
-			return benchutil.Response{Err: errBadResponse}
+			return benchutil.Response{Err: errBadResponse}, true
 		}
+		return r, false
 	}
+	r, bodyLen, err := parseRawHeader(buf[:i])
+	if err != nil {
+		return benchutil.Response{Err: err}, true
+	}
+	body := buf[i+4:]
+	if len(body) < bodyLen {
+		return r, false
+	}
+	r.Body = body[:bodyLen]
+	return r, true
 }
 
 func parseRawHeader(h []byte) (benchutil.Response, int, error) {
@@ -124,7 +114,7 @@ func parseRawHeader(h []byte) (benchutil.Response, int, error) {
 		value = bytes.TrimSpace(value)
 		switch {
 		case bytes.EqualFold(name, []byte("Content-Length")):
-			if bodyLen, err = strconv.Atoi(string(value)); err != nil {
+			if bodyLen, err = strconv.Atoi(string(value)); err != nil || bodyLen < 0 {
 				return r, 0, errBadResponse
 			}
 		case bytes.EqualFold(name, []byte("X-Service-Index")):

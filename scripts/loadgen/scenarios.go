@@ -452,18 +452,19 @@ func (b *bench) fanoutOn(ctx context.Context, sys system, round int, raw bool) e
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			var once sync.Once
 			release := func() { once.Do(func() { <-sem }) }
-			var r benchutil.Response
-			if raw {
-				r = rawConns.get(wctx, path, release)
-			} else {
-				r = c.Do(wctx, http.MethodGet, path, nil, release)
+			finish := func(r benchutil.Response) {
+				results[i] = result{time.Now(), r}
+				returned.Add(1)
+				release()
+				wg.Done()
 			}
-			results[i] = result{time.Now(), r}
-			returned.Add(1)
-			release()
+			if raw {
+				rawConns.start(wctx, path, release, finish)
+				return
+			}
+			finish(c.Do(wctx, http.MethodGet, path, nil, release))
 		}()
 	}
 	for range cap(sem) { // every request written (or failed)
