@@ -233,7 +233,7 @@ func (h *Handler) routed(path string) bool {
 // result or its error.
 func (h *Handler) serve(rw http.ResponseWriter, r *http.Request, route string, bodyLimit int64, fn apiFunc) {
 	start := time.Now()
-	rw.Header()["Date"] = []string{httpDate(start)}
+	rw.Header()["Date"] = dateHeader(start)
 	w := &statusRecorder{ResponseWriter: rw}
 	defer func() { measureRequest(r, route, start, w.status) }()
 	defer func() {
@@ -246,7 +246,7 @@ func (h *Handler) serve(rw http.ResponseWriter, r *http.Request, route string, b
 			writeError(w, http.StatusInternalServerError, "internal error while serving the request")
 		}
 	}()
-	if r.Body != nil {
+	if r.Body != nil && r.Body != http.NoBody { // a GET's has nothing to limit
 		r.Body = http.MaxBytesReader(w, r.Body, bodyLimit)
 	}
 	obj, err := fn(w, r)
@@ -347,27 +347,38 @@ func writeJSON(w http.ResponseWriter, r *http.Request, obj any) {
 	w.Write(buf)
 }
 
-// queryHas is r.URL.Query().Has(name) without building the map when it
-// need not: every answer asks for ?pretty, and a woken blocking query
-// (?index=&wait=) parsed its whole query again for it, a quarter of what a
-// woken answer allocated. A query with escapes, a ';', many parameters, or
-// a process whose GODEBUG sets urlmaxqueryparams goes through ParseQuery.
-func queryHas(raw, name string) bool {
+// queryLookup is r.URL.Query()'s first value of name, and whether it is
+// there, without building the map when it need not: every answer asks for
+// ?pretty, a read for its options and namespace, and parsing the whole
+// query into a map for each was an eighth of what opening a blocking query
+// allocated. A query with escapes, a ';', many parameters, or a process
+// whose GODEBUG sets urlmaxqueryparams goes through ParseQuery.
+func queryLookup(raw, name string) (string, bool) {
 	if raw == "" {
-		return false
+		return "", false
 	}
 	if urlParamLimitSet || strings.ContainsAny(raw, "%+;") || strings.Count(raw, "&") >= 100 {
 		v, _ := url.ParseQuery(raw) // as URL.Query: the pairs that parsed
-		return v.Has(name)
+		vs, ok := v[name]
+		if !ok {
+			return "", false
+		}
+		return vs[0], true
 	}
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
-		if key, _, _ := strings.Cut(pair, "="); pair != "" && key == name {
-			return true
+		if key, value, _ := strings.Cut(pair, "="); pair != "" && key == name {
+			return value, true
 		}
 	}
-	return false
+	return "", false
+}
+
+// queryHas is r.URL.Query().Has(name), by queryLookup.
+func queryHas(raw, name string) bool {
+	_, ok := queryLookup(raw, name)
+	return ok
 }
 
 var urlParamLimitSet = strings.Contains(os.Getenv("GODEBUG"), "urlmaxqueryparams")
@@ -448,19 +459,23 @@ func onlySpaceLeft(buffered, body io.Reader) error {
 
 // httpDate is the Date header of a response at now, formatted once a
 // second rather than by net/http for every response.
-func httpDate(now time.Time) string {
+func httpDate(now time.Time) string { return dateHeader(now)[0] }
+
+// dateHeader is httpDate as a header value, shared by every response of
+// the second as jsonContentType is.
+func dateHeader(now time.Time) []string {
 	sec := now.Unix()
 	if d := dateCache.Load(); d != nil && d.sec == sec {
-		return d.text
+		return d.value
 	}
-	text := now.UTC().Format(http.TimeFormat)
-	dateCache.Store(&cachedDate{sec: sec, text: text})
-	return text
+	value := []string{now.UTC().Format(http.TimeFormat)}
+	dateCache.Store(&cachedDate{sec: sec, value: value})
+	return value
 }
 
 type cachedDate struct {
-	sec  int64
-	text string
+	sec   int64
+	value []string
 }
 
 var dateCache atomic.Pointer[cachedDate]

@@ -15,7 +15,7 @@ var namespaceRE = regexp.MustCompile(`^[a-zA-Z0-9\-_]{1,64}$`)
 func resolveNamespace(r *http.Request, body string, id *identity, allowAll bool) (string, error) {
 	ns := body
 	if ns == "" {
-		ns = r.URL.Query().Get("ns")
+		ns, _ = queryLookup(r.URL.RawQuery, "ns")
 	}
 	if ns == "" {
 		ns = r.Header.Get(servicePrefix + "Namespace")

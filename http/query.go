@@ -39,21 +39,21 @@ type queryMeta struct {
 }
 
 func parseQueryOptions(r *http.Request) (queryOptions, error) {
-	q := r.URL.Query()
+	q := r.URL.RawQuery
 	var opts queryOptions
-	_, opts.stale = q["stale"]
-	_, opts.consistent = q["consistent"]
+	opts.stale = queryHas(q, "stale")
+	opts.consistent = queryHas(q, "consistent")
 	if opts.stale && opts.consistent {
 		return opts, badRequest("Cannot specify ?stale with ?consistent, conflicting semantics.")
 	}
-	if v := q.Get("index"); v != "" {
+	if v, _ := queryLookup(q, "index"); v != "" {
 		idx, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			return opts, badRequest("Invalid index")
 		}
 		opts.minIndex = idx
 	}
-	if v := q.Get("wait"); v != "" {
+	if v, _ := queryLookup(q, "wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return opts, badRequest("Invalid wait time")

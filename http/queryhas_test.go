@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// queryHas answers as url.ParseQuery(raw).Has does (URL.Query ignores the
+// queryHas and queryLookup answer as url.ParseQuery(raw).Has and Get do (URL.Query ignores the
 // parse error and keeps the pairs that parsed), on a table of edge cases
 // and on random queries built from the characters that matter.
 func TestQueryHasMatchesParseQuery(t *testing.T) {
@@ -21,11 +21,17 @@ func TestQueryHasMatchesParseQuery(t *testing.T) {
 		if got, want := queryHas(raw, "pretty"), v.Has("pretty"); got != want {
 			t.Errorf("queryHas(%q, pretty) = %v, ParseQuery has %v", raw, got, want)
 		}
+		for _, name := range []string{"pretty", "index", "p", "a b", ""} {
+			got, ok := queryLookup(raw, name)
+			if want, wantOK := v.Get(name), v.Has(name); got != want || ok != wantOK {
+				t.Errorf("queryLookup(%q, %q) = %q, %v; ParseQuery has %q, %v", raw, name, got, ok, want, wantOK)
+			}
+		}
 	}
 	for _, raw := range cases {
 		check(raw)
 	}
-	parts := []string{"pretty", "p", "retty", "=", "&", ";", "%", "%65", "%zz", "+", "1", "index", "wait=5s", ""}
+	parts := []string{"pretty", "p", "retty", "=", "&", ";", "%", "%65", "%zz", "+", "1", "index", "wait=5s", "a b", "%20", ""}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
 		var b strings.Builder
