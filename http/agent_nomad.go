@@ -8,6 +8,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 
+	"github.com/ctlplane/ctlplane/server/gctuner"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -210,7 +211,8 @@ func (h *Handler) regions(w http.ResponseWriter, r *http.Request) (any, error) {
 }
 
 // gcStats are the garbage collector's percent (GOGC, or what the agent's
-// -gc-heap-floor-mb tuner set) and its current heap goal.
+// -gc-heap-floor-mb tuner set), its current heap goal, whether the idle
+// collector (-gc-when-idle) runs and how many collections it has made.
 func gcStats() map[string]string {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
 	metrics.Read(s)
@@ -220,5 +222,8 @@ func gcStats() map[string]string {
 			out[name] = strconv.FormatUint(s[i].Value.Uint64(), 10)
 		}
 	}
+	idle, running := gctuner.IdleCollections()
+	out["gc_when_idle"] = strconv.FormatBool(running)
+	out["gc_idle_collections"] = strconv.FormatUint(idle, 10)
 	return out
 }

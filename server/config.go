@@ -125,6 +125,13 @@ type Config struct {
 	// -gc-heap-floor-mb defaults to 256 MiB.
 	GCHeapFloor uint64
 
+	// GCWhenIdle collects garbage once the process has been idle for 300 ms
+	// with half its heap headroom used (server/gctuner.Idle), so that a
+	// burst after a quiet spell does not meet a collection. Process-wide
+	// like the tuner; false here (tests), the binary's -gc-when-idle
+	// defaults to true.
+	GCWhenIdle bool
+
 	// Now is the clock of the domain services (default time.Now); tests
 	// pass a fake one.
 	Now func() time.Time

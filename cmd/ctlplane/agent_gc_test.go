@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// gcStats reads the agent's garbage-collector figures from /v1/agent/self.
-func gcStats(t *testing.T, a *agent) (percent, goal uint64) {
+// gcStats reads the agent's garbage-collector figures from /v1/agent/self:
+// the percent, the heap goal, and whether the idle collector runs.
+func gcStats(t *testing.T, a *agent) (percent, goal uint64, whenIdle string) {
 	t.Helper()
 	body, _ := a.must(t, http.MethodGet, "/v1/agent/self", "")
 	var self struct {
@@ -24,7 +25,7 @@ func gcStats(t *testing.T, a *agent) (percent, goal uint64) {
 	if err1 != nil || err2 != nil {
 		t.Fatalf("stats.runtime lacks gc_percent or gc_heap_goal_bytes: %v", rt)
 	}
-	return percent, goal
+	return percent, goal, rt["gc_when_idle"]
 }
 
 // -gc-heap-floor-mb raises the GC percent so the heap goal is at least the
@@ -33,16 +34,19 @@ func TestAgentGCHeapFloorFlag(t *testing.T) {
 	dev := []string{"agent", "-dev", "-dev-nodes=0", "-http-addr=127.0.0.1:0"}
 
 	a := spawnAgent(t, "floor 64", append(dev, "-gc-heap-floor-mb=64"))
-	percent, goal := gcStats(t, a)
+	percent, goal, whenIdle := gcStats(t, a)
 	t.Logf("floor 64: gc_percent %d, heap goal %d MiB", percent, goal>>20)
 	if percent <= 100 || goal < 64<<20 {
 		t.Fatalf("-gc-heap-floor-mb=64: gc_percent %d, heap goal %d MiB; want > 100 and at least 64 MiB", percent, goal>>20)
 	}
+	if whenIdle != "true" {
+		t.Fatalf("by default: gc_when_idle %q, want true (the idle collector runs)", whenIdle)
+	}
 	a.stop(t)
 
-	a = spawnAgent(t, "floor 0", append(dev, "-gc-heap-floor-mb=0"))
-	if percent, goal := gcStats(t, a); percent != 100 || goal >= 64<<20 {
-		t.Fatalf("-gc-heap-floor-mb=0: gc_percent %d, heap goal %d MiB; want Go's default 100 and a small goal", percent, goal>>20)
+	a = spawnAgent(t, "floor 0", append(dev, "-gc-heap-floor-mb=0", "-gc-when-idle=false"))
+	if percent, goal, whenIdle := gcStats(t, a); percent != 100 || goal >= 64<<20 || whenIdle != "false" {
+		t.Fatalf("-gc-heap-floor-mb=0 -gc-when-idle=false: gc_percent %d, heap goal %d MiB, gc_when_idle %q; want Go's default 100, a small goal and no idle collector", percent, goal>>20, whenIdle)
 	}
 	a.stop(t)
 

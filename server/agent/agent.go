@@ -32,6 +32,8 @@ type Agent struct {
 	wg     sync.WaitGroup
 	// gcTuner is the process's GC tuner (nil when Config.GCHeapFloor is 0).
 	gcTuner *gctuner.Tuner
+	// idleGC is the process's idle collector (nil unless Config.GCWhenIdle).
+	idleGC *gctuner.Idle
 	// devDataDir is the dev client's temporary data directory.
 	devDataDir string
 	// devNodes are the simulated client nodes (DevNodes > 1).
@@ -65,6 +67,9 @@ func New(cfg *server.Config) (*Agent, error) {
 		// default percent and a small live heap.
 		a.gcTuner = gctuner.Start(cfg.GCHeapFloor)
 	}
+	if cfg.GCWhenIdle {
+		a.idleGC = gctuner.StartIdle(gctuner.DefaultIdle)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	if err := a.startDevNodes(ctx, deps); err != nil {
@@ -74,7 +79,8 @@ func New(cfg *server.Config) (*Agent, error) {
 	return a, nil
 }
 
-// Shutdown stops the client nodes, then the server, then the GC tuner.
+// Shutdown stops the client nodes, then the server, then the GC tuner and
+// the idle collector.
 func (a *Agent) Shutdown() error {
 	if a.cancel != nil {
 		a.cancel()
@@ -85,5 +91,6 @@ func (a *Agent) Shutdown() error {
 	}
 	err := a.Server.Shutdown()
 	a.gcTuner.Stop()
+	a.idleGC.Stop()
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/servertest"
@@ -48,5 +49,63 @@ func TestAgentRunsTheGCTuner(t *testing.T) {
 	}
 	if percent, _ := runtimeStats(t, off); percent != uint64(base) {
 		t.Fatalf("after Shutdown: gc_percent %d, want the process's %d back", percent, base)
+	}
+}
+
+var idleGarbage [][]byte
+
+// Config.GCWhenIdle (the binary's -gc-when-idle) runs the idle collector
+// from New to Shutdown: garbage past half the heap's headroom and a quiet
+// spell make a collection, which /v1/agent/self counts. Not parallel: the
+// collector watches the process's CPU and heap.
+func TestAgentCollectsWhenIdle(t *testing.T) {
+	idleStats := func(ts *servertest.TestServer) (bool, uint64) {
+		t.Helper()
+		var self struct {
+			Stats map[string]map[string]string `json:"stats"`
+		}
+		ts.Do(t, http.MethodGet, "/v1/agent/self", "").JSON(t, &self)
+		rt := self.Stats["runtime"]
+		n, err := strconv.ParseUint(rt["gc_idle_collections"], 10, 64)
+		if err != nil || (rt["gc_when_idle"] != "true" && rt["gc_when_idle"] != "false") {
+			t.Fatalf("stats.runtime lacks gc_when_idle or gc_idle_collections: %v", rt)
+		}
+		return rt["gc_when_idle"] == "true", n
+	}
+	off := servertest.Start(t)
+	if on, _ := idleStats(off); on {
+		t.Fatal("GCWhenIdle false: gc_when_idle true")
+	}
+
+	ts := servertest.Start(t, func(c *server.Config) { c.GCWhenIdle = true })
+	on, before := idleStats(ts)
+	if !on {
+		t.Fatal("GCWhenIdle true: gc_when_idle false")
+	}
+	// Garbage in 64 KiB pieces of which only the last few are kept, 16 MiB
+	// at a time between quiet spells, until a spell finds half the heap's
+	// headroom used (Go's own collections, made as it grows, reset it).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for range 256 {
+			idleGarbage = append(idleGarbage, make([]byte, 64<<10))
+			if len(idleGarbage) > 16 {
+				idleGarbage = idleGarbage[1:]
+			}
+		}
+		idleGarbage = nil
+		time.Sleep(600 * time.Millisecond)
+		if _, n := idleStats(ts); n > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no idle collection in 30 s of garbage and quiet spells (%d before)", before)
+		}
+	}
+	if err := ts.Agent.Shutdown(); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if on, _ := idleStats(off); on {
+		t.Fatal("after Shutdown: gc_when_idle true")
 	}
 }
