@@ -122,7 +122,7 @@ type Config struct {
 	// max(live×2, live+floor), never past GOMEMLIMIT). The tuner is
 	// process-wide: the agent starts it and stops it at Shutdown. 0 (the
 	// default here, so tests keep Go's GOGC): no tuner; the binary's
-	// -gc-heap-floor-mb defaults to 256 MiB.
+	// -gc-heap-floor-mb defaults to 512 MiB.
 	GCHeapFloor uint64
 
 	// GCWhenIdle collects garbage once the process has been idle for 300 ms

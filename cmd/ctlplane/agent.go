@@ -68,7 +68,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.DurationVar(&cfg.JobGCThreshold, "job-gc-threshold", 4*time.Hour, "how long a stopped, dead job (and everything of it) must have been finished before it is collected")
 	flags.DurationVar(&cfg.NodeGCThreshold, "node-gc-threshold", 24*time.Hour, "how long a node must have been down before it is collected")
 	flags.IntVar(&cfg.MaxJobAllocs, "max-job-allocs", jobs.DefaultMaxJobAllocs, "allocations one job may ask for in all (the sum of its task groups' Count); over it, 400")
-	gcFloor := flags.Int("gc-heap-floor-mb", 256, "let the heap grow to at least this many MiB past the live heap before a garbage collection (heap goal max(live×2, live+floor), never past GOMEMLIMIT; 0: Go's default, GOGC)")
+	gcFloor := flags.Int("gc-heap-floor-mb", 512, "let the heap grow to at least this many MiB past the live heap before a garbage collection (heap goal max(live×2, live+floor), never past GOMEMLIMIT; 0: Go's default, GOGC)")
 	flags.BoolVar(&cfg.GCWhenIdle, "gc-when-idle", true, "collect garbage once the agent has been idle for 300 ms with half its heap headroom used, so that a burst of work after a quiet spell (thousands of blocked queries woken by one write) does not meet a collection")
 	logLevel := flags.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := flags.Bool("log-json", false, "log in JSON")

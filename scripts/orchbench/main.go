@@ -55,7 +55,8 @@ func main() {
 	registerRate := flag.Int("register-rate", 0, "small jobs registered per second in the evaluation run (0: as fast as the clients go), to see the latency below saturation")
 	registerClients := flag.Int("register-clients", 16, "concurrent clients registering the small jobs of the evaluation run")
 	limited := flag.Bool("limited-placement", false, "the agent places as Nomad's service stack (server -limited-placement; a revision without it places as it always did)")
-	gcFloorMB := flag.Int("gc-heap-floor-mb", 256, "the agent's GC tuner heap floor, as the ctlplane agent's flag of that name (0: Go's GOGC; a revision whose agent has no tuner runs without it)")
+	gcFloorMB := flag.Int("gc-heap-floor-mb", 512, "the agent's GC tuner heap floor, as the ctlplane agent's flag of that name (0: Go's GOGC; a revision whose agent has no tuner runs without it)")
+	gcWhenIdle := flag.Bool("gc-when-idle", true, "run the agent's idle collector, as the ctlplane agent's flag of that name (a revision without one runs without it)")
 	nodesProcess := flag.Bool("nodes-process", false, "run the simulated nodes in a child process, so that the heap measured is the server's alone")
 	baseline := flag.String("baseline", "", "also run this benchmark on ctlplane built from this git revision, alternating with this tree, in the same run")
 	rounds := flag.Int("rounds", 1, "with -baseline: runs of each")
@@ -108,13 +109,20 @@ func main() {
 		}
 	}
 	// By name, as LimitedPlacement: the agent runs the binary's GC tuner
-	// (ctlplane agent -gc-heap-floor-mb, 256 MiB by default) since the
-	// field exists; before, orchbench measured a configuration without it.
+	// (ctlplane agent -gc-heap-floor-mb, 512 MiB by default) and idle
+	// collector (-gc-when-idle, on) since the fields exist; before,
+	// orchbench measured a configuration without them.
 	if f := reflect.ValueOf(cfg).Elem().FieldByName("GCHeapFloor"); f.IsValid() {
 		f.SetUint(uint64(*gcFloorMB) << 20)
 		fmt.Printf("orchbench: GC tuner heap floor %d MiB\n", *gcFloorMB)
 	} else {
 		fmt.Println("orchbench: this revision's agent has no GC tuner: Go's GOGC")
+	}
+	if f := reflect.ValueOf(cfg).Elem().FieldByName("GCWhenIdle"); f.IsValid() {
+		f.SetBool(*gcWhenIdle)
+		fmt.Printf("orchbench: idle collector %v\n", *gcWhenIdle)
+	} else {
+		fmt.Println("orchbench: this revision's agent has no idle collector")
 	}
 	// The simulated nodes of -nodes-process share one client IP.
 	cfg.HTTPMaxConnsPerClient = 0

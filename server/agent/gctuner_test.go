@@ -11,14 +11,20 @@ import (
 	"github.com/ctlplane/ctlplane/server/servertest"
 )
 
-// runtimeStats reads stats.runtime of /v1/agent/self.
-func runtimeStats(t *testing.T, ts *servertest.TestServer) (percent, goal uint64) {
+// selfRuntime is stats.runtime of /v1/agent/self.
+func selfRuntime(t *testing.T, ts *servertest.TestServer) map[string]string {
 	t.Helper()
 	var self struct {
 		Stats map[string]map[string]string `json:"stats"`
 	}
 	ts.Do(t, http.MethodGet, "/v1/agent/self", "").JSON(t, &self)
-	rt := self.Stats["runtime"]
+	return self.Stats["runtime"]
+}
+
+// runtimeStats reads the GC percent and heap goal of stats.runtime.
+func runtimeStats(t *testing.T, ts *servertest.TestServer) (percent, goal uint64) {
+	t.Helper()
+	rt := selfRuntime(t, ts)
 	percent, err1 := strconv.ParseUint(rt["gc_percent"], 10, 64)
 	goal, err2 := strconv.ParseUint(rt["gc_heap_goal_bytes"], 10, 64)
 	if err1 != nil || err2 != nil {
@@ -61,11 +67,7 @@ var idleGarbage [][]byte
 func TestAgentCollectsWhenIdle(t *testing.T) {
 	idleStats := func(ts *servertest.TestServer) (bool, uint64) {
 		t.Helper()
-		var self struct {
-			Stats map[string]map[string]string `json:"stats"`
-		}
-		ts.Do(t, http.MethodGet, "/v1/agent/self", "").JSON(t, &self)
-		rt := self.Stats["runtime"]
+		rt := selfRuntime(t, ts)
 		n, err := strconv.ParseUint(rt["gc_idle_collections"], 10, 64)
 		if err != nil || (rt["gc_when_idle"] != "true" && rt["gc_when_idle"] != "false") {
 			t.Fatalf("stats.runtime lacks gc_when_idle or gc_idle_collections: %v", rt)
