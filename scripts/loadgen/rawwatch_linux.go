@@ -182,21 +182,20 @@ func (r *rawReader) finish(fd int, resp benchutil.Response) {
 // expire fails the answers whose context has ended; the loop calls it when
 // nothing has arrived for a while.
 func (r *rawReader) expire() {
+	type ended struct {
+		fd  int
+		err error
+	}
+	var due []ended
 	r.mu.Lock()
-	var ended []int32
 	for fd, p := range r.pending {
-		if p.ctx.Err() != nil {
-			ended = append(ended, fd)
+		if err := p.ctx.Err(); err != nil {
+			due = append(due, ended{int(fd), err})
 		}
 	}
 	r.mu.Unlock()
-	for _, fd := range ended {
-		r.mu.Lock()
-		p := r.pending[fd]
-		r.mu.Unlock()
-		if p != nil {
-			r.finish(int(fd), benchutil.Response{Err: fmt.Errorf("no answer: %w", p.ctx.Err())})
-		}
+	for _, e := range due {
+		r.finish(e.fd, benchutil.Response{Err: fmt.Errorf("no answer: %w", e.err)})
 	}
 }
 
