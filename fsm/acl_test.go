@@ -436,7 +436,7 @@ func TestApplyACLTypesWithIgnoreFlag(t *testing.T) {
 	}
 }
 
-func TestApplyACLUndecodableBodyPanics(t *testing.T) {
+func TestApplyACLUndecodableBodyIsAnError(t *testing.T) {
 	names := map[fsm.MessageType]string{
 		fsm.ACLPolicySetType:        "policy set",
 		fsm.ACLPolicyDeleteType:     "policy delete",
@@ -453,9 +453,9 @@ func TestApplyACLUndecodableBodyPanics(t *testing.T) {
 	for mt, name := range names {
 		for _, body := range [][]byte{{0xc1}, {}, {0x81}} {
 			f := newFSM()
-			msg := wantPanic(t, func() { f.Apply(&raft.Log{Index: 4, Data: append([]byte{byte(mt)}, body...)}) })
+			msg := wantRefused(t, f.Apply(&raft.Log{Index: 4, Data: append([]byte{byte(mt)}, body...)}))
 			if want := fmt.Sprintf("failed to decode %s at index 4: ", name); !strings.HasPrefix(msg, want) {
-				t.Fatalf("type %d body %x: panic %q, want prefix %q", mt, body, msg, want)
+				t.Fatalf("type %d body %x: %q, want prefix %q", mt, body, msg, want)
 			}
 		}
 	}

@@ -58,11 +58,20 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) any {
 	s := f.State()
 	resp, err := cmd.apply(s, index, data)
 	if err != nil {
-		// Every server would fail the same way: stop rather than diverge.
-		panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, index, err))
+		return f.undecodable(cmd, index, err)
 	}
 	f.publish(index, cmd.typ, s.TakeChanges())
 	return resp
+}
+
+// undecodable is the answer to an entry whose payload does not decode: an
+// error, and nothing applied. Every server decodes the same bytes with the
+// same code, so every server (and this one again after a restart) answers
+// the same error and the states stay equal; stopping instead (as this did)
+// left the entry in the log to stop every server again at every start.
+func (f *FSM) undecodable(cmd command, index uint64, err error) error {
+	f.logger.Error("log entry does not decode: not applied", "type", cmd.name, "index", index, "error", err)
+	return state.NewError(state.ErrInvalid, "failed to decode %s at index %d: %v", cmd.name, index, err)
 }
 
 // Entry is one committed log entry; Data nil is an entry that is not the
@@ -120,7 +129,9 @@ func (f *FSM) ApplyEntries(entries []Entry) []any {
 		start := time.Now()
 		resp, err := cmd.batch(b, e.Index, data)
 		if err != nil {
-			panic(fmt.Errorf("failed to decode %s at index %d: %w", cmd.name, e.Index, err))
+			// The decoder failed before the entry wrote anything to b.
+			out[i] = f.undecodable(cmd, e.Index, err)
+			continue
 		}
 		applyTimer.Observe(time.Since(start), cmd.name)
 		out[i] = resp
@@ -150,8 +161,12 @@ func (f *FSM) lookup(index uint64, data []byte) (cmd command, payload []byte, sk
 			f.logger.Warn("ignoring unknown message type, upgrade to a newer version", "type", t, "index", index)
 			return command{}, nil, nil, false
 		}
-		// Skipping it would silently diverge from the servers that know it.
-		panic(fmt.Errorf("failed to apply request: unknown message type %d at index %d", t, index))
+		// Skipping it without an answer would hide that this server
+		// diverges from those that know the type; stopping (as this did)
+		// stopped it again at every start, the entry being in its log.
+		// The error is what the entry's writer sees; the log says why.
+		f.logger.Error("unknown message type: not applied, upgrade this server", "type", t, "index", index)
+		return command{}, nil, state.NewError(state.ErrInvalid, "failed to apply request: unknown message type %d at index %d", t, index), false
 	}
 	return cmd, data[1:], nil, true
 }
@@ -288,7 +303,7 @@ var errStopped = errors.New("snapshot decoding stopped")
 // decoded before an error are sent first. It returns errStopped once stop is
 // closed.
 func decodeRecords(r io.Reader, out chan<- []record, stop <-chan struct{}) error {
-	dec := codec.NewDecoder(r, msgpackHandle)
+	dec := codec.NewDecoder(r, snapshotHandle)
 	var rows uint64
 	batch := make([]record, 0, recordBatch)
 	flush := func() error {

@@ -103,18 +103,20 @@ func indexes(t *testing.T, s *state.Store) []*state.IndexEntry {
 	return out
 }
 
-// wantPanic runs fn and returns the text of its panic, failing if it does not panic.
-func wantPanic(t *testing.T, fn func()) (msg string) {
+// wantRefused checks that an entry the FSM cannot apply was answered with
+// an invalid-request error (not a panic, which stopped the server at every
+// start while the entry was in its log) and returns its text.
+func wantRefused(t *testing.T, resp any) string {
 	t.Helper()
-	defer func() {
-		r := recover()
-		if r == nil {
-			t.Fatal("no panic")
-		}
-		msg = fmt.Sprint(r)
-	}()
-	fn()
-	return ""
+	err, ok := resp.(error)
+	if !ok {
+		t.Fatalf("response %T %v, want an error", resp, resp)
+	}
+	var se *state.Error
+	if !errors.As(err, &se) || se.Code != state.ErrInvalid {
+		t.Fatalf("error %T %q, want a state.Error ErrInvalid", err, err)
+	}
+	return err.Error()
 }
 
 func TestEncode(t *testing.T) {
@@ -303,13 +305,16 @@ func TestApplyEmptyEntry(t *testing.T) {
 	}
 }
 
-func TestApplyUnknownTypePanics(t *testing.T) {
+func TestApplyUnknownTypeIsAnError(t *testing.T) {
 	for _, mt := range []fsm.MessageType{0, 3 + 60, 127} {
 		f := newFSM()
 		data := []byte{byte(mt), 0x80} // type byte, then an empty msgpack map
-		msg := wantPanic(t, func() { f.Apply(&raft.Log{Index: 21, Data: data}) })
+		msg := wantRefused(t, f.Apply(&raft.Log{Index: 21, Data: data}))
 		if want := fmt.Sprintf("failed to apply request: unknown message type %d at index 21", mt); msg != want {
-			t.Fatalf("type %d: panic %q, want %q", mt, msg, want)
+			t.Fatalf("type %d: %q, want %q", mt, msg, want)
+		}
+		if got := f.State().TableIndex(rulesTable); got != 1 {
+			t.Fatalf("TableIndex %d, want 1", got)
 		}
 	}
 }
@@ -352,7 +357,7 @@ func TestApplyKnownTypeWithIgnoreFlag(t *testing.T) {
 	}
 }
 
-func TestApplyUndecodableBodyPanics(t *testing.T) {
+func TestApplyUndecodableBodyIsAnError(t *testing.T) {
 	tests := []struct {
 		name string
 		data []byte
@@ -367,9 +372,9 @@ func TestApplyUndecodableBodyPanics(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFSM()
-			msg := wantPanic(t, func() { f.Apply(&raft.Log{Index: 8, Data: tc.data}) })
+			msg := wantRefused(t, f.Apply(&raft.Log{Index: 8, Data: tc.data}))
 			if !strings.HasPrefix(msg, tc.want) {
-				t.Fatalf("panic %q, want prefix %q", msg, tc.want)
+				t.Fatalf("%q, want prefix %q", msg, tc.want)
 			}
 			if got := f.State().TableIndex(rulesTable); got != 1 {
 				t.Fatalf("TableIndex %d, want 1", got)
@@ -1054,15 +1059,15 @@ func TestApplyServerRegisterAndDeregister(t *testing.T) {
 	}
 }
 
-func TestApplyServerUndecodableBodyPanics(t *testing.T) {
+func TestApplyServerUndecodableBodyIsAnError(t *testing.T) {
 	for mt, want := range map[fsm.MessageType]string{
 		fsm.ServerRegisterType:   "failed to decode server register at index 4: ",
 		fsm.ServerDeregisterType: "failed to decode server deregister at index 4: ",
 	} {
 		f := newFSM()
-		msg := wantPanic(t, func() { f.Apply(&raft.Log{Index: 4, Data: []byte{byte(mt), 0xc1}}) })
+		msg := wantRefused(t, f.Apply(&raft.Log{Index: 4, Data: []byte{byte(mt), 0xc1}}))
 		if !strings.HasPrefix(msg, want) {
-			t.Fatalf("type %d: panic %q, want prefix %q", mt, msg, want)
+			t.Fatalf("type %d: %q, want prefix %q", mt, msg, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctlplane/ctlplane/limits"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 )
@@ -101,14 +102,21 @@ type ACLInitRequest struct {
 	Initial          *state.ACLToken
 }
 
-// msgpackHandle is shared by log entries and snapshots. Free-form values
-// (an auth method's Config) decode as JSON would: strings and string-keyed maps.
-var msgpackHandle = func() *codec.MsgpackHandle {
+// msgpackHandle encodes and decodes log entries. Free-form values (an auth
+// method's Config) decode as JSON would: strings and string-keyed maps.
+var msgpackHandle = newMsgpackHandle(limits.LogMaxDepth)
+
+// snapshotHandle decodes snapshots, whose rows may nest a few levels deeper
+// than the entries they were applied from (see limits.SnapshotMaxDepth).
+var snapshotHandle = newMsgpackHandle(limits.SnapshotMaxDepth)
+
+func newMsgpackHandle(maxDepth int16) *codec.MsgpackHandle {
 	h := &codec.MsgpackHandle{}
 	h.RawToString = true
 	h.MapType = reflect.TypeOf(map[string]any(nil))
+	h.MaxDepth = maxDepth
 	return h
-}()
+}
 
 // entryEncoder is a msgpack encoder and its output buffer, reused: making
 // them (and growing a bytes.Buffer) was most of what encoding an entry

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/limits"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
@@ -35,6 +36,9 @@ func decodeClientBody(r *http.Request, what string, out any) error {
 	// At most the route's body limit is read; at most 4 MiB made up front.
 	buf, err := api.ReadBody(r.Body, min(r.ContentLength, 4<<20))
 	if err != nil {
+		return decodeFailed(prefix, err)
+	}
+	if err := limits.CheckMsgpack(buf); err != nil {
 		return decodeFailed(prefix, err)
 	}
 	dec := codec.NewDecoderBytes(buf, clientMsgpack)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/limits"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
@@ -74,7 +75,7 @@ type AgentInfo interface {
 var written = &struct{}{}
 
 // maxBodySize is the largest request body accepted.
-const maxBodySize = 1 << 20
+const maxBodySize = limits.MaxBodyBytes
 
 // Handler serves the API.
 type Handler struct {
@@ -388,8 +389,9 @@ var urlParamLimitSet = strings.Contains(os.Getenv("GODEBUG"), "urlmaxqueryparams
 var jsonContentType = []string{"application/json"}
 
 // decodeBody decodes a JSON request body strictly into out: unknown fields,
-// an empty body, a second value after the first, or a body over the limit
-// are all errors. what names the object in the message
+// an empty body, a second value after the first, a body over the limit, or
+// one over the bounds on nesting, elements and strings (package limits) are
+// all errors. what names the object in the message
 // ("<what> decoding failed: ...").
 func decodeBody(r *http.Request, what string, out any) error {
 	return decodeStrict(r, what+" decoding failed", out)
@@ -405,6 +407,7 @@ func decodeStrict(r *http.Request, prefix string, out any) error {
 
 // decodeStrictFrom is decodeStrict from the body's bytes in src.
 func decodeStrictFrom(src io.Reader, prefix string, out any) error {
+	src = limits.NewJSONReader(src)
 	dec := json.NewDecoder(src)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctlplane/ctlplane/limits"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -50,7 +51,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req joinRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+	dec := json.NewDecoder(limits.NewJSONReader(io.LimitReader(r.Body, 1<<16)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		http.Error(w, fmt.Sprintf("Join decoding failed: %v", err), http.StatusBadRequest)
