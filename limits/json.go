@@ -55,9 +55,6 @@ func (j *jsonReader) scan(b []byte) error {
 				j.c.keyBytes(b[i : i+1])
 			}
 			j.stringLen++
-			if err := j.c.stringLen(j.stringLen); err != nil {
-				return err
-			}
 			continue
 		}
 		if ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' {

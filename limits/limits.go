@@ -17,7 +17,11 @@ import (
 
 // The bounds on a request body, whatever its route or type.
 const (
-	// MaxBodyBytes is the largest request body accepted (413 beyond).
+	// MaxBodyBytes is the largest request body accepted (413 beyond): the
+	// bound on the bytes of any value or string in it. Fields with a
+	// meaning have tighter caps of their own, checked with the field (ACL
+	// names, descriptions and rules, scaling messages): a bound on every
+	// string here would answer before them, and say less.
 	MaxBodyBytes = 1 << 20
 	// MaxDepth bounds how deep objects and arrays nest in a body, the
 	// body's own object counting as level 1. The deepest real request,
@@ -28,8 +32,6 @@ const (
 	// array. The longest real lists are a deployment's allocation IDs, at
 	// most -max-job-allocs (10,000 by default).
 	MaxElements = 16 << 10
-	// MaxStringBytes bounds one string (a key or a value), as sent.
-	MaxStringBytes = 256 << 10
 )
 
 // The FSM's decoders: how deep a log entry and a snapshot row may nest
@@ -50,7 +52,7 @@ const (
 // fields of it), Limit what was exceeded.
 type Error struct {
 	Path  string
-	Bound string // "depth", "elements" or "string"
+	Bound string // "depth" or "elements"
 	Limit int
 }
 
@@ -59,14 +61,10 @@ func (e *Error) Error() string {
 	if at == "" {
 		at = "the body"
 	}
-	switch e.Bound {
-	case "depth":
+	if e.Bound == "depth" {
 		return fmt.Sprintf("%s nests objects and arrays more than %d levels deep; the limit is %d", at, e.Limit, e.Limit)
-	case "elements":
-		return fmt.Sprintf("%s has more than %d elements; the limit is %d", at, e.Limit, e.Limit)
-	default:
-		return fmt.Sprintf("%s is a string of more than %d bytes; the limit is %d", at, e.Limit, e.Limit)
 	}
+	return fmt.Sprintf("%s has more than %d elements; the limit is %d", at, e.Limit, e.Limit)
 }
 
 // checker follows a scan through nested objects and arrays and refuses the
@@ -129,14 +127,6 @@ func (c *checker) keyBytes(b []byte) {
 	if room := maxKeyShown - len(l.key); room > 0 {
 		l.key = append(l.key, b[:min(room, len(b))]...)
 	}
-}
-
-// stringLen refuses a string of n bytes when it is over the bound.
-func (c *checker) stringLen(n int) error {
-	if n > MaxStringBytes {
-		return c.fail("string", MaxStringBytes)
-	}
-	return nil
 }
 
 // fail is the error at the current position; elements names the container

@@ -38,9 +38,6 @@ func CheckMsgpack(b []byte) error {
 			if isKey && typ == mpString {
 				c.keyBytes(b[next:min(next+size, next+maxKeyShown, len(b))])
 			}
-			if err := c.stringLen(size); err != nil {
-				return err
-			}
 			pos = next + size
 		case mpArray, mpMap:
 			if err := c.open(typ == mpMap); err != nil {
