@@ -166,6 +166,19 @@ func (h *Handler) handleLocal(path string, m methods) {
 	h.local[route] = true
 }
 
+// Routes lists the path templates of every route, in the order they were
+// registered (a test drives every write endpoint through it).
+func (h *Handler) Routes() []string {
+	var out []string
+	h.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		if tmpl, err := route.GetPathTemplate(); err == nil {
+			out = append(out, tmpl)
+		}
+		return nil
+	})
+	return out
+}
+
 // AnsweredLocally says whether r's route is answered by this server itself
 // (see handleLocal); every other route is answered by the leader.
 func (h *Handler) AnsweredLocally(r *http.Request) bool {
