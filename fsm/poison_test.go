@@ -15,6 +15,7 @@ import (
 	"github.com/ctlplane/ctlplane/fsm/raftfsm"
 	"github.com/ctlplane/ctlplane/limits"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 )
 
@@ -187,5 +188,38 @@ func TestEdgeValuesDecode(t *testing.T) {
 				t.Fatalf("%d levels: %q", deepest+1, msg)
 			}
 		})
+	}
+}
+
+// TestSnapshotTooDeepIsRefused: a snapshot stream whose row nests past
+// limits.SnapshotMaxDepth (no build writes one: a crafted archive) is
+// refused with the row's table and the reason, and one a little inside it
+// decodes.
+func TestSnapshotTooDeepIsRefused(t *testing.T) {
+	h := &codec.MsgpackHandle{}
+	stream := func(levels int) []byte {
+		var buf []byte
+		enc := codec.NewEncoderBytes(&buf, h)
+		row := &state.JobScalingEvents{Namespace: poisonNS, JobID: poisonJob,
+			ScalingEvents: map[string][]*state.ScalingEvent{poisonGroup: {{Message: "m", Meta: nestedMap(levels)}}}}
+		for _, v := range []any{"job_scaling_events", row, "", uint64(1)} {
+			if err := enc.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return buf
+	}
+	if _, err := fsm.DecodeSnapshot(bytes.NewReader(stream(limits.SnapshotMaxDepth - 8))); err != nil {
+		t.Fatalf("%d levels: %v", limits.SnapshotMaxDepth-8, err)
+	}
+	for _, levels := range []int{limits.SnapshotMaxDepth, 3 * limits.SnapshotMaxDepth} {
+		const want = "failed reading a row of job_scaling_events: msgpack decode error"
+		if _, err := fsm.DecodeSnapshot(bytes.NewReader(stream(levels))); err == nil || !strings.HasPrefix(err.Error(), want) ||
+			!strings.HasSuffix(err.Error(), "maximum decoding depth exceeded") {
+			t.Fatalf("%d levels: %v, want %q ... depth exceeded", levels, err, want)
+		}
+		if _, err := fsm.VerifySnapshot(bytes.NewReader(stream(levels))); err == nil {
+			t.Fatalf("%d levels: verified", levels)
+		}
 	}
 }
