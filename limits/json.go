@@ -1,6 +1,9 @@
 package limits
 
-import "io"
+import (
+	"bytes"
+	"io"
+)
 
 // NewJSONReader returns a reader of r's bytes that fails with an *Error as
 // soon as the JSON it carries goes over a bound: a decoder reading through
@@ -42,6 +45,17 @@ func (j *jsonReader) scan(b []byte) error {
 	for i := 0; i < len(b); i++ {
 		ch := b[i]
 		if j.inString {
+			if !j.escaped && !j.stringKey {
+				// Skip to the string's next quote or backslash at once.
+				k := bytes.IndexAny(b[i:], "\"\\")
+				if k < 0 {
+					j.stringLen += len(b) - i
+					return nil
+				}
+				j.stringLen += k
+				i += k
+				ch = b[i]
+			}
 			switch {
 			case j.escaped:
 				j.escaped = false

@@ -188,3 +188,25 @@ func shape(v any) (depth, elements int) {
 	}
 	return inner + 1, elements
 }
+
+// BenchmarkJSONReader: the reader's cost over a job-like body, beside the
+// decoding it guards.
+func BenchmarkJSONReader(b *testing.B) {
+	body, _ := json.Marshal(map[string]any{"Job": map[string]any{"ID": "web", "TaskGroups": []any{map[string]any{
+		"Name": "web", "Count": 3, "Tasks": []any{map[string]any{"Name": "app", "Driver": "mock_driver",
+			"Config": map[string]any{"run_for": "1h", "args": list(50), "s": strings.Repeat("é", 2000)}}}}}}})
+	for _, c := range []struct {
+		name string
+		wrap func(io.Reader) io.Reader
+	}{{"plain", func(r io.Reader) io.Reader { return r }}, {"bounded", limits.NewJSONReader}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				var out map[string]any
+				if err := json.NewDecoder(c.wrap(bytes.NewReader(body))).Decode(&out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
