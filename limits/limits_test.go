@@ -174,6 +174,11 @@ func shape(v any) (depth, elements int) {
 		for _, k := range v {
 			kids = append(kids, k)
 		}
+	case map[any]any: // msgpack's, with keys that are not strings
+		elements = len(v)
+		for _, k := range v {
+			kids = append(kids, k)
+		}
 	case []any:
 		elements = len(v)
 		kids = v
@@ -209,4 +214,31 @@ func BenchmarkJSONReader(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzCheckMsgpack: CheckMsgpack takes any bytes without failing, and a
+// body it accepts that decodes is within the bounds. (That it refuses what
+// is over them is TestCheckMsgpack's: decoding a refused body to compare,
+// one that declares 2^32 elements say, is what the check is there to spare.)
+func FuzzCheckMsgpack(f *testing.F) {
+	for _, c := range cases[:4] { // the small ones: large seeds slow the fuzzer down
+		var b []byte
+		_ = codec.NewEncoderBytes(&b, api.NewMsgpackHandle()).Encode(c.body)
+		f.Add(b)
+	}
+	f.Add([]byte{0x92, 0xd4, 1, 2, 0xc7, 2, 5, 1, 2})
+	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if limits.CheckMsgpack(body) != nil {
+			return
+		}
+		var ref any
+		dec := codec.NewDecoderBytes(body, api.NewMsgpackHandle())
+		if dec.Decode(&ref) != nil || dec.NumBytesRead() != len(body) {
+			return
+		}
+		if depth, elements := shape(ref); depth > limits.MaxDepth || elements > limits.MaxElements {
+			t.Fatalf("depth %d, elements %d accepted", depth, elements)
+		}
+	})
 }
