@@ -64,6 +64,10 @@ type Config struct {
 	DataDir string
 	// RawExec enables the raw_exec driver (needs DataDir).
 	RawExec bool
+	// TestDrivers offers the test drivers (mock_driver and its alias
+	// mock): a dev agent's nodes and tests, never a real client unless
+	// asked (agent -client -enable-test-drivers).
+	TestDrivers bool
 	// KillTasksOnShutdown kills the tasks' processes when Run ends (dev
 	// agents); otherwise they keep running and a restarted client with the
 	// same DataDir re-attaches to them.

@@ -102,6 +102,8 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 		Resources:  api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
 		Logger:     deps.Logger.Named("client"),
 		Now:        deps.Now,
+		// A dev agent's nodes offer the test drivers (mock_driver, mock).
+		TestDrivers: true,
 	}
 	if n == 1 {
 		// The dev client runs real processes too (raw_exec), in a
@@ -141,18 +143,19 @@ func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
 			name = fmt.Sprintf("group%d", i+1)
 		}
 		base := client.Config{
-			Servers:    []string{"http://" + a.HTTPAddr()},
-			HTTPClient: a.InProcessHTTPClient(),
-			Token:      a.Config.ACLInitialManagementToken,
-			NodeName:   a.Config.NodeName + "-" + name,
-			Datacenter: g.Datacenter,
-			NodeClass:  g.NodeClass,
-			NodePool:   g.NodePool,
-			Meta:       g.Meta,
-			Attributes: g.Attributes,
-			Resources:  api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
-			Logger:     deps.Logger.Named("client"),
-			Now:        deps.Now,
+			Servers:     []string{"http://" + a.HTTPAddr()},
+			HTTPClient:  a.InProcessHTTPClient(),
+			Token:       a.Config.ACLInitialManagementToken,
+			NodeName:    a.Config.NodeName + "-" + name,
+			Datacenter:  g.Datacenter,
+			NodeClass:   g.NodeClass,
+			NodePool:    g.NodePool,
+			Meta:        g.Meta,
+			Attributes:  g.Attributes,
+			Resources:   api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
+			Logger:      deps.Logger.Named("client"),
+			Now:         deps.Now,
+			TestDrivers: true,
 		}
 		if base.Datacenter == "" {
 			base.Datacenter = a.Config.Datacenter
