@@ -99,6 +99,8 @@ type Client struct {
 	secret string
 	// httpAddr is the address of the client's own API ("" when none).
 	httpAddr string
+	// httpPort is the port the client's own API listens on (0: none).
+	httpPort int
 
 	ctx context.Context
 

@@ -33,6 +33,7 @@ func (c *Client) serveHTTP() (func(), error) {
 	}
 	c.mu.Lock()
 	c.httpAddr = net.JoinHostPort(host, strconv.Itoa(addr.Port))
+	c.httpPort = addr.Port
 	if c.cfg.HTTPAdvertise != "" {
 		c.httpAddr = c.cfg.HTTPAdvertise
 	}

@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
@@ -103,7 +106,8 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 		Logger:     deps.Logger.Named("client"),
 		Now:        deps.Now,
 		// A dev agent's nodes offer the test drivers (mock_driver, mock).
-		TestDrivers: true,
+		TestDrivers:   true,
+		ReservedPorts: a.listenerPorts(),
 	}
 	if n == 1 {
 		// The dev client runs real processes too (raw_exec), in a
@@ -132,6 +136,21 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 	return err
 }
 
+// listenerPorts are the ports this agent listens on (HTTP, HTTPS, Raft):
+// its dev nodes share its host, so they reserve them and no allocation is
+// given one, as a dynamic port or a static one.
+func (a *Agent) listenerPorts() []int {
+	var out []int
+	for _, addr := range []string{a.HTTPAddr(), a.HTTPSAddr(), a.RaftAddr()} {
+		if _, p, err := net.SplitHostPort(addr); err == nil {
+			if n, err := strconv.Atoi(p); err == nil && n > 0 && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
 // startDevNodeGroups starts the simulated nodes of each DevNodeGroup.
 func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
 	for i, g := range a.Config.DevNodeGroups {
@@ -143,19 +162,20 @@ func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
 			name = fmt.Sprintf("group%d", i+1)
 		}
 		base := client.Config{
-			Servers:     []string{"http://" + a.HTTPAddr()},
-			HTTPClient:  a.InProcessHTTPClient(),
-			Token:       a.Config.ACLInitialManagementToken,
-			NodeName:    a.Config.NodeName + "-" + name,
-			Datacenter:  g.Datacenter,
-			NodeClass:   g.NodeClass,
-			NodePool:    g.NodePool,
-			Meta:        g.Meta,
-			Attributes:  g.Attributes,
-			Resources:   api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
-			Logger:      deps.Logger.Named("client"),
-			Now:         deps.Now,
-			TestDrivers: true,
+			Servers:       []string{"http://" + a.HTTPAddr()},
+			HTTPClient:    a.InProcessHTTPClient(),
+			Token:         a.Config.ACLInitialManagementToken,
+			NodeName:      a.Config.NodeName + "-" + name,
+			Datacenter:    g.Datacenter,
+			NodeClass:     g.NodeClass,
+			NodePool:      g.NodePool,
+			Meta:          g.Meta,
+			Attributes:    g.Attributes,
+			Resources:     api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
+			Logger:        deps.Logger.Named("client"),
+			Now:           deps.Now,
+			TestDrivers:   true,
+			ReservedPorts: a.listenerPorts(),
 		}
 		if base.Datacenter == "" {
 			base.Datacenter = a.Config.Datacenter
