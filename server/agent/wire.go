@@ -84,13 +84,14 @@ const (
 
 // startDevNodes starts the simulated client nodes (mock_driver) of a dev
 // agent, talking to this server over its own HTTP API like any client.
-func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
-	if err := a.startDevNodeGroups(ctx, deps); err != nil {
-		return err
+func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) ([]*client.Client, error) {
+	started, err := a.startDevNodeGroups(ctx, deps)
+	if err != nil {
+		return nil, err
 	}
 	n := a.Config.DevNodes
 	if n <= 0 {
-		return nil
+		return started, nil
 	}
 	name := a.Config.NodeName + "-client"
 	if n > 1 {
@@ -114,13 +115,13 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 		// temporary data directory removed at shutdown; its tasks die with it.
 		dir, err := os.MkdirTemp("", "ctlplane-dev-client-")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		a.devDataDir = dir
 		base.DataDir, base.RawExec, base.KillTasksOnShutdown, base.HTTPAddr = dir, true, true, "127.0.0.1:0"
 		c, err := client.New(base)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		a.wg.Add(1)
 		go func() {
@@ -129,11 +130,11 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 				deps.Logger.Error("dev client node stopped", "error", err)
 			}
 		}()
-		return nil
+		return append(started, c), nil
 	}
 	nodes, err := client.StartPool(ctx, n, base, &a.wg)
 	a.devNodes = nodes
-	return err
+	return append(started, nodes...), err
 }
 
 // listenerPorts are the ports this agent listens on (HTTP, HTTPS, Raft):
@@ -152,7 +153,8 @@ func (a *Agent) listenerPorts() []int {
 }
 
 // startDevNodeGroups starts the simulated nodes of each DevNodeGroup.
-func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
+func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) ([]*client.Client, error) {
+	var started []*client.Client
 	for i, g := range a.Config.DevNodeGroups {
 		if g.Count <= 0 {
 			continue
@@ -186,9 +188,11 @@ func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
 		if g.MemoryMB > 0 {
 			base.Resources.MemoryMB = g.MemoryMB
 		}
-		if _, err := client.StartPool(ctx, g.Count, base, &a.wg); err != nil {
-			return err
+		nodes, err := client.StartPool(ctx, g.Count, base, &a.wg)
+		if err != nil {
+			return nil, err
 		}
+		started = append(started, nodes...)
 	}
-	return nil
+	return started, nil
 }
