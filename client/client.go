@@ -64,6 +64,10 @@ type Config struct {
 	DataDir string
 	// RawExec enables the raw_exec driver (needs DataDir).
 	RawExec bool
+	// TokenCheckInterval is how often a followed stream opened with a
+	// caller's token asks the servers whether the token still allows it
+	// (default DefaultTokenCheckInterval).
+	TokenCheckInterval time.Duration
 	// TestDrivers offers the test drivers (mock_driver and its alias
 	// mock): a dev agent's nodes and tests, never a real client unless
 	// asked (agent -client -enable-test-drivers).

@@ -83,10 +83,11 @@ func (f *followed) waitMore(t *testing.T, n int) {
 	atkWait(t, fmt.Sprintf("%d more followed lines", n), func() bool { return f.lines() >= want })
 }
 
-// Issue 31, finding 6: a followed log or file stream through the servers
-// ends once its token is deleted or loses the capability (read-logs,
-// read-fs), as the event stream does; an unrelated ACL change does not end
-// it. The task keeps writing, so nothing else would end it.
+// Issue 31, finding 6: a followed log or file stream, through the servers
+// or on the node with a token, ends once its token is deleted or loses the
+// capability (read-logs, read-fs), as the event stream does; an unrelated
+// ACL change does not end it. The task keeps writing, so nothing else
+// would end it.
 func TestFollowedStreamsEndWhenTheTokenGoes(t *testing.T) {
 	e := cnStart(t)
 	const logsRules = `namespace "default" { capabilities = ["read-logs"] }` + "\nnode = \"read\""
@@ -94,29 +95,33 @@ func TestFollowedStreamsEndWhenTheTokenGoes(t *testing.T) {
 	logsPath := "/v1/client/fs/logs/" + e.alloc.ID + "?task=app&type=stdout&follow=true&plain=true&origin=end"
 	framedPath := "/v1/client/fs/logs/" + e.alloc.ID + "?task=app&type=stdout&follow=true&origin=end"
 	fsPath := "/v1/client/fs/stream/" + e.alloc.ID + "?path=alloc/logs/app.stdout.0&origin=end"
+	deleteToken := func(t *testing.T, _, _, accessor string) { e.s.must(t, "DELETE", "/v1/acl/token/"+accessor, "") }
+	setRules := func(rules string) func(t *testing.T, name, policyID, _ string) {
+		return func(t *testing.T, name, policyID, _ string) {
+			e.s.must(t, "PUT", "/v1/acl/policy/"+policyID, fmt.Sprintf(`{"Name":%s,"Rules":%s}`, js(name), js(rules)))
+		}
+	}
+	servers, node := e.s.URL, "http://"+e.v.c.HTTPAddr()
 	cases := []struct {
-		name, path, rules string
-		revoke            func(t *testing.T, policyID, accessor string)
+		name, base, path, rules string
+		revoke                  func(t *testing.T, name, policyID, accessor string)
 	}{
-		{"logs, token deleted", logsPath, logsRules, func(t *testing.T, _, accessor string) {
-			e.s.must(t, "DELETE", "/v1/acl/token/"+accessor, "")
-		}},
-		{"framed logs, read-logs removed", framedPath, logsRules, func(t *testing.T, policyID, _ string) {
-			e.s.must(t, "PUT", "/v1/acl/policy/"+policyID, fmt.Sprintf(`{"Name":%s,"Rules":%s}`, js("p-framed"), js(`namespace "default" { capabilities = ["read-job"] }`+"\nnode = \"read\"")))
-		}},
-		{"fs stream, token deleted", fsPath, fsRules, func(t *testing.T, _, accessor string) {
-			e.s.must(t, "DELETE", "/v1/acl/token/"+accessor, "")
-		}},
-		{"fs stream, read-fs removed", fsPath, fsRules, func(t *testing.T, policyID, _ string) {
-			e.s.must(t, "PUT", "/v1/acl/policy/"+policyID, fmt.Sprintf(`{"Name":%s,"Rules":%s}`, js("p-fs"), js(`namespace "default" { capabilities = ["read-logs"] }`)))
-		}},
+		{"logs through the servers, token deleted", servers, logsPath, logsRules, deleteToken},
+		{"framed logs through the servers, read-logs removed", servers, framedPath, logsRules, setRules(`namespace "default" { capabilities = ["read-job"] }` + "\nnode = \"read\"")},
+		{"fs stream through the servers, token deleted", servers, fsPath, fsRules, deleteToken},
+		{"fs stream through the servers, read-fs removed", servers, fsPath, fsRules, setRules(`namespace "default" { capabilities = ["read-logs"] }`)},
+		// Nomad's API goes to the node directly with the token: the node
+		// asks the servers again while it follows.
+		{"logs on the node, token deleted", node, logsPath, logsRules, deleteToken},
+		{"framed logs on the node, read-logs removed", node, framedPath, logsRules, setRules(`namespace "default" { capabilities = ["read-job"] }` + "\nnode = \"read\"")},
+		{"fs stream on the node, read-fs removed", node, fsPath, fsRules, setRules(`namespace "default" { capabilities = ["read-logs"] }`)},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			name := []string{"p-logs", "p-framed", "p-fs-del", "p-fs"}[i]
+			name := fmt.Sprintf("p-%d", i)
 			p := e.s.policy(t, name, c.rules)
 			tok := e.s.token(t, fmt.Sprintf(`{"Description":%s,"Policies":[{"ID":%s}]}`, js(name), js(p.ID)))
-			f := follow(t, e.s.URL+c.path, tok.SecretID)
+			f := follow(t, c.base+c.path, tok.SecretID)
 			f.waitMore(t, 2)
 			// An unrelated ACL change: the stream goes on.
 			e.s.policy(t, name+"-other", `namespace "other" { policy = "read" }`)
@@ -126,7 +131,7 @@ func TestFollowedStreamsEndWhenTheTokenGoes(t *testing.T) {
 				t.Fatalf("the stream ended on an unrelated change: %v", f.err)
 			default:
 			}
-			c.revoke(t, p.ID, tok.AccessorID)
+			c.revoke(t, name, p.ID, tok.AccessorID)
 			select {
 			case <-f.done:
 			case <-time.After(20 * time.Second):
