@@ -30,8 +30,39 @@ import (
 const checkOutputLimit = 3 * 1024
 
 // checkHTTP is the client of HTTP checks: no pooled connections (a check
-// must see the task's listener as a new client would), no proxy.
-var checkHTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+// must see the task's listener as a new client would), no proxy, and
+// redirects followed only on the checked host and port.
+var checkHTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}, CheckRedirect: sameHostRedirect}
+
+// maxCheckRedirects is how many redirects a check follows (Go's default).
+const maxCheckRedirects = 10
+
+// sameHostRedirect follows a redirect that stays on the checked host and
+// port; one elsewhere is not followed and the redirect is the result (a
+// 3xx passes, as in Nomad): a task must not make the client agent call
+// another address (another node's API, a cloud metadata service) and
+// record its answer.
+func sameHostRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxCheckRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxCheckRedirects)
+	}
+	if hostPort(req.URL) != hostPort(via[0].URL) {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// hostPort is u's host and port, the scheme's port when it names none.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
 
 // checkRunner runs one check of an allocation. Its fields are the
 // client's lock's, except def, ids and addr, which never change.

@@ -64,6 +64,14 @@ type Config struct {
 	DataDir string
 	// RawExec enables the raw_exec driver (needs DataDir).
 	RawExec bool
+	// TokenCheckInterval is how often a followed stream opened with a
+	// caller's token asks the servers whether the token still allows it
+	// (default DefaultTokenCheckInterval).
+	TokenCheckInterval time.Duration
+	// TestDrivers offers the test drivers (mock_driver and its alias
+	// mock): a dev agent's nodes and tests, never a real client unless
+	// asked (agent -client -enable-test-drivers).
+	TestDrivers bool
 	// KillTasksOnShutdown kills the tasks' processes when Run ends (dev
 	// agents); otherwise they keep running and a restarted client with the
 	// same DataDir re-attaches to them.
@@ -95,6 +103,8 @@ type Client struct {
 	secret string
 	// httpAddr is the address of the client's own API ("" when none).
 	httpAddr string
+	// httpPort is the port the client's own API listens on (0: none).
+	httpPort int
 
 	ctx context.Context
 

@@ -43,7 +43,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	c, err := client.New(client.Config{
-		Servers: []string{hs.URL}, NodeName: "sim-1", Clock: clock,
+		Servers: []string{hs.URL}, NodeName: "sim-1", Clock: clock, TestDrivers: true,
 		Resources: api.Resources{CPU: 4000, MemoryMB: 8192},
 	})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 func (c *Client) hasDriver(driver string) bool {
 	switch driver {
 	case MockDriver, MockDriverAlias:
-		return true
+		return c.cfg.TestDrivers
 	case RawExecDriver:
 		return c.cfg.RawExec
 	}
@@ -20,9 +20,10 @@ func (c *Client) hasDriver(driver string) bool {
 
 // drivers is what the node registers about its drivers.
 func (c *Client) drivers() map[string]*api.DriverInfo {
-	d := map[string]*api.DriverInfo{
-		MockDriver:      {Detected: true, Healthy: true},
-		MockDriverAlias: {Detected: true, Healthy: true},
+	d := map[string]*api.DriverInfo{}
+	if c.cfg.TestDrivers {
+		d[MockDriver] = &api.DriverInfo{Detected: true, Healthy: true}
+		d[MockDriverAlias] = &api.DriverInfo{Detected: true, Healthy: true}
 	}
 	if c.cfg.RawExec {
 		d[RawExecDriver] = &api.DriverInfo{Detected: true, Healthy: true}

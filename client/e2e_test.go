@@ -22,7 +22,7 @@ func TestClientEndToEnd(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cs, err := client.StartPool(ctx, 3, client.Config{Servers: []string{ts.URL}, Resources: api.Resources{CPU: 4000, MemoryMB: 8000}}, nil)
+	cs, err := client.StartPool(ctx, 3, client.Config{Servers: []string{ts.URL}, TestDrivers: true, Resources: api.Resources{CPU: 4000, MemoryMB: 8000}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

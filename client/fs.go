@@ -153,7 +153,9 @@ func (c *Client) handleFS(op string) http.HandlerFunc {
 		case api.GrantFSReadAt:
 			readAt(w, r, root, clean, rel)
 		case api.GrantFSStream:
-			streamFile(w, r, root, clean, rel, c.taskPaths(allocID, "").allocDir)
+			ctx, cancel := c.followWithToken(r, api.Grant{Op: op, AllocID: allocID, Path: clean})
+			defer cancel()
+			streamFile(w, r.WithContext(ctx), root, clean, rel, c.taskPaths(allocID, "").allocDir)
 		}
 	}
 }

@@ -33,6 +33,7 @@ func (c *Client) serveHTTP() (func(), error) {
 	}
 	c.mu.Lock()
 	c.httpAddr = net.JoinHostPort(host, strconv.Itoa(addr.Port))
+	c.httpPort = addr.Port
 	if c.cfg.HTTPAdvertise != "" {
 		c.httpAddr = c.cfg.HTTPAdvertise
 	}
@@ -150,7 +151,13 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	if err := streamLogs(r.Context(), out, lr); err != nil {
+	ctx := r.Context()
+	if lr.follow {
+		var cancel context.CancelFunc
+		ctx, cancel = c.followWithToken(r, api.LogsGrantFor(allocID, lr.task, lr.stream))
+		defer cancel()
+	}
+	if err := streamLogs(ctx, out, lr); err != nil {
 		c.logger.Debug("log stream ended", "alloc", allocID, "error", err)
 	}
 	if fr != nil {

@@ -60,7 +60,7 @@ func TestClientSiblingFailureKillsTheOthers(t *testing.T) {
 func TestClientTriesTheNextServer(t *testing.T) {
 	e := newEnv(t)
 	// The first server refuses connections; the client moves on to the second.
-	c, err := client.New(client.Config{Servers: []string{"http://127.0.0.1:1", e.api.Address()}, NodeName: "sim-2", Resources: api.Resources{CPU: 1000, MemoryMB: 1024}})
+	c, err := client.New(client.Config{Servers: []string{"http://127.0.0.1:1", e.api.Address()}, NodeName: "sim-2", TestDrivers: true, Resources: api.Resources{CPU: 1000, MemoryMB: 1024}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestScaleManyClients(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	begin := time.Now()
-	cs, err := client.StartPool(ctx, n, client.Config{Servers: []string{hs.URL}, Resources: api.Resources{CPU: 1000, MemoryMB: 1024}}, &wg)
+	cs, err := client.StartPool(ctx, n, client.Config{Servers: []string{hs.URL}, TestDrivers: true, Resources: api.Resources{CPU: 1000, MemoryMB: 1024}}, &wg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func (c *Client) register(ctx context.Context) error {
 		ID: c.nodeID, Name: c.cfg.NodeName, Datacenter: c.cfg.Datacenter, Drivers: c.drivers(), HTTPAddr: c.httpAddr,
 		Resources: c.cfg.Resources, Meta: c.cfg.Meta, NodeClass: c.cfg.NodeClass, NodePool: c.cfg.NodePool,
 		Attributes:     c.attributes(),
-		MinDynamicPort: c.cfg.MinDynamicPort, MaxDynamicPort: c.cfg.MaxDynamicPort, ReservedPorts: c.cfg.ReservedPorts,
+		MinDynamicPort: c.cfg.MinDynamicPort, MaxDynamicPort: c.cfg.MaxDynamicPort, ReservedPorts: c.reservedPorts(),
 	}
 	for {
 		srv := c.server()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
@@ -37,19 +38,11 @@ const (
 )
 
 // logsGrant authorizes the request and mints its grant.
-func (h *Handler) logsGrant(r *http.Request) (*nodes.LogsTarget, string, string, error) {
-	caller, err := h.nodeCaller(r, true)
-	if err != nil {
-		return nil, "", "", err
-	}
-	svc, err := h.nodeService()
-	if err != nil {
-		return nil, "", "", err
-	}
+func (h *Handler) logsGrant(r *http.Request) (*nodes.LogsTarget, *identity, api.Grant, error) {
 	q := r.URL.Query()
-	task, stream := q.Get("task"), q.Get("type")
-	t, err := svc.LogsGrant(caller, mux.Vars(r)["alloc_id"], task, stream)
-	return t, task, stream, err
+	g := api.LogsGrantFor(mux.Vars(r)["alloc_id"], q.Get("task"), q.Get("type"))
+	t, id, err := h.nodeGrantAs(r, g)
+	return t, id, g, err
 }
 
 func (h *Handler) clientLogsGrant(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -99,30 +92,57 @@ func logsQuery(r *http.Request, task, stream string) (url.Values, error) {
 }
 
 func (h *Handler) clientLogs(w http.ResponseWriter, r *http.Request) (any, error) {
-	t, task, stream, err := h.logsGrant(r)
+	t, id, g, err := h.logsGrant(r)
 	if err != nil {
 		return nil, err
 	}
-	query, err := logsQuery(r, task, stream)
+	query, err := logsQuery(r, g.Task, g.Stream)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := h.callNode(r, t, http.MethodGet, "/v1/client/fs/logs/"+t.AllocID, query, nil)
+	// Nomad's framed JSON stream, or plain text with plain=true.
+	contentType := "application/json"
+	if query.Get("plain") == "true" {
+		contentType = "text/plain; charset=utf-8"
+	}
+	return h.followNode(w, r, t, id, g, "/v1/client/fs/logs/"+t.AllocID, query, contentType)
+}
+
+// followNode streams a node's answer (logs, a followed file) to the
+// caller until the node or the caller ends it, or the caller's token no
+// longer allows g (watchToken: deleted, expired, or its policies changed).
+func (h *Handler) followNode(w http.ResponseWriter, r *http.Request, t *nodes.LogsTarget, id *identity, g api.Grant, path string, query url.Values, contentType string) (any, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	resp, err := h.callNode(r.WithContext(ctx), t, http.MethodGet, path, query, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	// Nomad's framed JSON stream, or plain text with plain=true.
-	if query.Get("plain") == "true" {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	} else {
-		w.Header().Set("Content-Type", "application/json")
+	svc, err := h.nodeService()
+	if err != nil {
+		return nil, err
 	}
+	secret := strings.TrimSpace(r.Header.Get(api.NodeSecretHeader))
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		h.watchToken(ctx, id, func(id *identity) error {
+			_, err := svc.Grant(nodes.Caller{NodeSecret: secret, ACL: id.authz}, g)
+			return err
+		}, func(reason string) {
+			h.logger.Debug("ending a followed answer", "path", path, "reason", reason)
+			cancel() // the node's body ends: so does the copy
+		})
+	}()
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w) // unwraps the middleware's writers
 	_ = rc.Flush()
 	copyFlushing(w, rc, resp.Body)
+	cancel()
+	<-watched
 	return written, nil
 }
 

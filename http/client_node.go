@@ -41,15 +41,24 @@ const maxNodeAnswer = 8 << 20
 
 // nodeGrant authorizes the caller for g and mints its grant.
 func (h *Handler) nodeGrant(r *http.Request, g api.Grant) (*nodes.LogsTarget, error) {
-	caller, err := h.nodeCaller(r, true)
+	t, _, err := h.nodeGrantAs(r, g)
+	return t, err
+}
+
+// nodeGrantAs is nodeGrant that also answers the caller's identity, for
+// a followed answer to check again (followNode).
+func (h *Handler) nodeGrantAs(r *http.Request, g api.Grant) (*nodes.LogsTarget, *identity, error) {
+	id, err := h.nodeIdentify(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	svc, err := h.nodeService()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return svc.Grant(caller, g)
+	caller := nodes.Caller{NodeSecret: strings.TrimSpace(r.Header.Get(api.NodeSecretHeader)), ACL: id.authz}
+	t, err := svc.Grant(caller, g)
+	return t, id, err
 }
 
 // clientGrant answers a grant to a caller that goes to a node directly
@@ -291,22 +300,11 @@ func (h *Handler) clientFSStream(w http.ResponseWriter, r *http.Request) (any, e
 	default:
 		return nil, badRequest("invalid origin %q: must be start or end", o)
 	}
-	t, err := h.nodeGrant(r, g)
+	t, id, err := h.nodeGrantAs(r, g)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := h.callNode(r, t, http.MethodGet, "/v1/client/fs/stream/"+t.AllocID, q, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	copyFlushing(w, rc, resp.Body)
-	return written, nil
+	return h.followNode(w, r, t, id, g, "/v1/client/fs/stream/"+t.AllocID, q, "application/json")
 }
 
 // clientHostStats is a node's host stats; node_id names it (as Nomad's

@@ -174,20 +174,29 @@ func aclChange(b *stream.Batch) bool {
 // reauthorize resolves the stream's token again: a token that lost a
 // permission stops getting those events, a deleted one ends the stream.
 func (s *subscriber) reauthorize() bool {
-	if !s.h.backend.ACLEnabled() {
-		return true
-	}
-	tok, authz, err := s.h.services.ACL.Resolve(s.id.secret)
-	if errors.Is(err, acl.ErrTokenNotFound) {
-		s.end("ACL token not found: the stream's token was deleted or has expired")
+	id, reason := s.h.reresolve(s.id)
+	if reason != "" {
+		s.end(reason)
 		return false
+	}
+	s.id = id
+	return true
+}
+
+// reresolve resolves a long answer's token again (what it may do now);
+// reason, when not "", says why the answer ends instead.
+func (h *Handler) reresolve(id *identity) (_ *identity, reason string) {
+	if !h.backend.ACLEnabled() {
+		return id, ""
+	}
+	tok, authz, err := h.services.ACL.Resolve(id.secret)
+	if errors.Is(err, acl.ErrTokenNotFound) {
+		return nil, "ACL token not found: the stream's token was deleted or has expired"
 	}
 	if err != nil {
-		s.end(fmt.Sprintf("failed to resolve the stream's token: %v", err))
-		return false
+		return nil, fmt.Sprintf("failed to resolve the stream's token: %v", err)
 	}
-	s.id = &identity{token: tok, authz: authz, secret: s.id.secret}
-	return true
+	return &identity{token: tok, authz: authz, secret: id.secret}, ""
 }
 
 // add appends the line of b's events that the filter keeps and the token

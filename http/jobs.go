@@ -160,7 +160,7 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ns != state.AllNamespaces && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
+	if ns != state.AllNamespaces && !mayListJobs(id.authz, ns) {
 		return nil, jobDenied
 	}
 	withMeta, err := queryBool(r.URL.Query().Get("meta"), "meta")
@@ -181,8 +181,8 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		idx = max(idx, sumIdx)
 		out = make([]*jobListStub, 0, len(all))
 		for _, j := range all {
-			// With "*", only the namespaces the token may read.
-			if !id.authz.NamespaceCapability(j.Namespace, acl.CapReadJob) {
+			// With "*", only the namespaces the token may list.
+			if !mayListJobs(id.authz, j.Namespace) {
 				continue
 			}
 			stub := &jobListStub{
@@ -204,6 +204,12 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	setMeta(w, r, meta)
 	return out, nil
+}
+
+// mayListJobs says whether authz may list the jobs of ns: Nomad's
+// list-jobs, or read-job (which reads each of them anyway).
+func mayListJobs(authz *acl.Authorizer, ns string) bool {
+	return authz.NamespaceCapability(ns, acl.CapListJobs) || authz.NamespaceCapability(ns, acl.CapReadJob)
 }
 
 // jobRegisterRequest is Nomad's JobRegisterRequest. Job stays raw: the jobs

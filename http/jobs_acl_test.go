@@ -149,3 +149,57 @@ func TestJobACL(t *testing.T) {
 		t.Errorf("reader Info in team-a: allowed")
 	}
 }
+
+// Issue 31, finding 7: list-jobs alone lists jobs, as Nomad's Job.List
+// (list-jobs or read-job in the namespace; with "*", the namespaces where
+// the token holds either), without reading any one job.
+func TestJobListWithListJobsOnly(t *testing.T) {
+	const mgmt = "c0ffee00-0000-4000-8000-000000000002"
+	ts := startJobs(t, servertest.ACL(mgmt))
+	s := &acxServer{TestServer: ts, mgmt: mgmt}
+	s.waitACLReady(t)
+	lister := s.tokenWithRules(t, "lister", `namespace "default" { capabilities = ["list-jobs"] }`, "").SecretID
+	teamLister := s.tokenWithRules(t, "team-lister", `namespace "team-a" { capabilities = ["list-jobs"] }`, "").SecretID
+	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("web", 1, ""), "X-Nomad-Token", mgmt)
+	mkNamespace(t, ts, "team-a", "X-Nomad-Token", mgmt)
+	mustWrite(t, ts, "PUT", "/v1/jobs", jobBody("api", 1, `,"Namespace":"team-a"`), "X-Nomad-Token", mgmt)
+
+	cases := []struct {
+		name, secret, path string
+		status             int
+		ids                []string // the jobs listed, in order
+	}{
+		{"list-jobs in default", lister, "/v1/jobs", 200, []string{"default/web"}},
+		{"list-jobs in default, explicit", lister, "/v1/jobs?namespace=default", 200, []string{"default/web"}},
+		{"list-jobs in default, *", lister, "/v1/jobs?namespace=*", 200, []string{"default/web"}},
+		{"list-jobs in default, team-a", lister, "/v1/jobs?namespace=team-a", 403, nil},
+		{"list-jobs in team-a, default", teamLister, "/v1/jobs", 403, nil},
+		{"list-jobs in team-a", teamLister, "/v1/jobs?namespace=team-a", 200, []string{"team-a/api"}},
+		{"list-jobs in team-a, *", teamLister, "/v1/jobs?namespace=*", 200, []string{"team-a/api"}},
+		{"management, *", mgmt, "/v1/jobs?namespace=*", 200, []string{"default/web", "team-a/api"}},
+	}
+	for _, c := range cases {
+		resp := ts.Do(t, "GET", c.path, "", "X-Nomad-Token", c.secret)
+		if resp.Status != c.status {
+			t.Errorf("%s: GET %s: %s, want %d", c.name, c.path, resp, c.status)
+			continue
+		}
+		if c.status != 200 {
+			if resp.Body != "Permission denied" {
+				t.Errorf("%s: GET %s: %s", c.name, c.path, resp)
+			}
+			continue
+		}
+		var stubs []struct{ ID, Namespace string }
+		resp.JSON(t, &stubs)
+		var got []string
+		for _, j := range stubs {
+			got = append(got, j.Namespace+"/"+j.ID)
+		}
+		if strings.Join(got, " ") != strings.Join(c.ids, " ") {
+			t.Errorf("%s: GET %s listed %v, want %v", c.name, c.path, got, c.ids)
+		}
+	}
+	// Listing is not reading: the job itself stays denied.
+	expectError(t, ts.Do(t, "GET", "/v1/job/web", "", "X-Nomad-Token", lister), 403, "Permission denied")
+}

@@ -32,7 +32,9 @@ type victim struct {
 func (v *victim) start(t *testing.T, kill bool) {
 	t.Helper()
 	c, err := client.New(client.Config{Servers: []string{v.url}, Token: v.token, NodeName: "victim", DataDir: v.dir,
-		RawExec: true, KillTasksOnShutdown: kill, HTTPAddr: "127.0.0.1:0", Resources: api.Resources{CPU: 4000, MemoryMB: 4096}})
+		RawExec: true, KillTasksOnShutdown: kill, HTTPAddr: "127.0.0.1:0", Resources: api.Resources{CPU: 4000, MemoryMB: 4096},
+		// A followed stream opened on the node with a token re-checks it often.
+		TokenCheckInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

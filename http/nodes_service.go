@@ -27,10 +27,7 @@ type NodeService interface {
 	// AllocsIndexForNode is AllocChangesForNode's index alone (kept from
 	// the commits: what a node's blocking read waits on).
 	AllocsIndexForNode(c nodes.Caller, ws memdb.WatchSet, nodeID string) (uint64, error)
-	// LogsGrant authorizes reading a task stream of an allocation and
-	// mints the grant its node checks.
-	LogsGrant(c nodes.Caller, allocID, task, stream string) (*nodes.LogsTarget, error)
-	// Grant authorizes one operation on a node's API (files, stats,
+	// Grant authorizes one operation on a node's API (logs, files, stats,
 	// restart, signal) and mints the grant its node checks.
 	Grant(c nodes.Caller, g api.Grant) (*nodes.LogsTarget, error)
 }

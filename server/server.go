@@ -104,6 +104,10 @@ type Server struct {
 
 	// inproc serves the API to clients inside this process (dev nodes).
 	inproc *memListener
+	// apiHeld, when set (HoldAPI), is closed once the HTTP and HTTPS
+	// listeners may serve; the in-process listener serves at once.
+	apiHeld     chan struct{}
+	releaseOnce sync.Once
 
 	// leader is the registry of routines run while this node leads.
 	leader leaderRoutines
@@ -367,6 +371,16 @@ func (s *Server) Serve(handler API) error {
 	}
 	for _, l := range listeners {
 		go func() {
+			if held := s.apiHeld; held != nil && l != net.Listener(s.inproc) {
+				// Bound (its address is known, callers wait in its
+				// backlog) but not answered until released.
+				select {
+				case <-held:
+				case <-s.shutdownCh:
+					l.Close()
+					return
+				}
+			}
 			if err := s.httpServer.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.logger.Error("HTTP server stopped", "error", err)
 			}
@@ -374,6 +388,16 @@ func (s *Server) Serve(handler API) error {
 	}
 	go s.joinCluster(s.hasState)
 	return nil
+}
+
+// HoldAPI makes Serve answer on the HTTP and HTTPS listeners only once
+// release is called (the in-process listener answers at once): a dev
+// agent answers once its nodes are registered, so that the first job run
+// after it answers is placed. Call it before Serve.
+func (s *Server) HoldAPI() (release func()) {
+	s.apiHeld = make(chan struct{})
+	held := s.apiHeld
+	return func() { s.releaseOnce.Do(func() { close(held) }) }
 }
 
 // HTTPAddr is the address the HTTP API listens on (after Serve).

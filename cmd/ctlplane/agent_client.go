@@ -30,7 +30,8 @@ func isClientAgent(args []string) bool {
 }
 
 // runClientAgent runs a client node as its own process: it registers with
-// the servers, runs its allocations' tasks (raw_exec, mock_driver) and
+// the servers, runs its allocations' tasks (raw_exec when enabled, the
+// test drivers only with -enable-test-drivers) and
 // keeps its state in -data-dir. On SIGINT/SIGTERM it stops following the
 // servers but leaves its tasks running: started again with the same
 // -data-dir it re-attaches to them.
@@ -51,6 +52,7 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	mem := flags.Int("memory-mb", detectMemoryMB(), "memory (MB) the node offers")
 	enableRawExec := flags.Bool("enable-raw-exec", false, "offer the raw_exec driver (off by default; or plugin \"raw_exec\" in -config-file): its tasks run as this agent's user and can act as the node")
 	noRawExec := flags.Bool("disable-raw-exec", false, "never offer raw_exec, whatever -enable-raw-exec or the config file say")
+	testDrivers := flags.Bool("enable-test-drivers", false, "offer the test drivers mock_driver and mock (off by default: tests and simulations only; agent -dev's nodes have them)")
 	nodeClass := flags.String("node-class", "", "the node's class (constraints read it as ${node.class})")
 	nodePool := flags.String("node-pool", "default", "the node's pool (${node.pool})")
 	minPort := flags.Int("min-dynamic-port", 20000, "lowest port of the node's dynamic port range (Nomad's default)")
@@ -128,7 +130,7 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	c, err := client.New(client.Config{
 		Servers: urls, Token: token, NodeName: *name, Datacenter: *dc, DataDir: *dataDir, RawExec: rawExec,
 		HTTPAddr: *httpAddr, HTTPAdvertise: *advertise, Resources: api.Resources{CPU: *cpu, MemoryMB: *mem}, Logger: logger,
-		NodeClass: *nodeClass, NodePool: *nodePool, Meta: meta,
+		NodeClass: *nodeClass, NodePool: *nodePool, Meta: meta, TestDrivers: *testDrivers,
 		MinDynamicPort: *minPort, MaxDynamicPort: *maxPort, ReservedPorts: reserved,
 	})
 	if err != nil {
@@ -142,7 +144,7 @@ func runClientAgent(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigCh)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	logger.Info("client agent started", "node", *name, "node_id", c.NodeID(), "servers", strings.Join(urls, ","), "data_dir", *dataDir, "datacenter", *dc, "raw_exec", rawExec)
+	logger.Info("client agent started", "node", *name, "node_id", c.NodeID(), "servers", strings.Join(urls, ","), "data_dir", *dataDir, "datacenter", *dc, "raw_exec", rawExec, "test_drivers", *testDrivers)
 	select {
 	case sig := <-sigCh:
 		logger.Info("caught signal: stopping; the tasks keep running", "signal", sig.String())

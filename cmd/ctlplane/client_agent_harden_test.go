@@ -31,7 +31,7 @@ func TestClientAgentRawExecOptIn(t *testing.T) {
 
 	plain := startClientAgentArgs(t, "-servers="+srv.url, "-data-dir="+t.TempDir(), "-node=plain")
 	nodes := waitNodes(t, ac, 1)
-	if d := nodes[0].Drivers; d["raw_exec"] != nil || d["mock_driver"] == nil || nodes[0].Attributes["driver.raw_exec"] != "" {
+	if d := nodes[0].Drivers; d["raw_exec"] != nil || d["mock_driver"] != nil || nodes[0].Attributes["driver.raw_exec"] != "" {
 		t.Fatalf("a client without raw_exec registered drivers %v, attributes %v", d, nodes[0].Attributes)
 	}
 	mustCode(t, 0, "job", "run", "-detach", "-address="+srv.url, "-token="+testManagementToken, jobSpec{id: "needs-raw", count: 1, script: envScript}.write(t, pids))
@@ -151,4 +151,45 @@ func TestClientAgentConfigFile(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q, want %q", name, code, p.stderr.String(), tc.want)
 		}
 	}
+}
+
+// Issue 31, finding 6: a client agent offers the test drivers (mock_driver,
+// mock) only with -enable-test-drivers: a mock job stays blocked on a plain
+// client and is placed, and runs, once a client that offers them joins.
+func TestClientAgentTestDriversOptIn(t *testing.T) {
+	srv, ac := devAgent(t, "-dev-nodes=0")
+	plain := startClientAgentArgs(t, "-servers="+srv.url, "-data-dir="+t.TempDir(), "-node=plain")
+	waitNodes(t, ac, 1)
+	n, _, err := ac.Node(context.Background(), plain.nodeID, nil)
+	if err != nil || len(n.Drivers) != 0 || n.Attributes["driver.mock_driver"] != "" || n.Attributes["driver.mock"] != "" {
+		t.Fatalf("a plain client agent registered drivers %v, attributes %v (%v)", n.Drivers, n.Attributes, err)
+	}
+	job := []byte(`{"Job":{"ID":"mocked","Type":"service","Datacenters":["dc1"],"TaskGroups":[{"Name":"g","Count":1,` +
+		`"Tasks":[{"Name":"t","Driver":"mock","Config":{},"Resources":{"CPU":50,"MemoryMB":16}}]}]}}`)
+	if _, err := ac.RegisterJobJSON(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the evaluation to be blocked", func() bool {
+		evals, _, err := ac.JobEvaluations(context.Background(), "mocked", nil)
+		for _, ev := range evals {
+			if ev.Status == "blocked" {
+				return err == nil
+			}
+		}
+		return false
+	})
+	if allocs := allocsOf(t, ac, "mocked"); len(allocs) != 0 {
+		t.Fatalf("a mock job was placed on a client without the test drivers: %+v", allocs)
+	}
+
+	tester := startClientAgentArgs(t, "-servers="+srv.url, "-data-dir="+t.TempDir(), "-node=tester", "-enable-test-drivers")
+	waitNodes(t, ac, 2)
+	n, _, err = ac.Node(context.Background(), tester.nodeID, nil)
+	if err != nil || n.Drivers["mock_driver"] == nil || n.Drivers["mock"] == nil || n.Drivers["raw_exec"] != nil || n.Attributes["driver.mock"] != "1" {
+		t.Fatalf("the client with -enable-test-drivers registered drivers %v, attributes %v (%v)", n.Drivers, n.Attributes, err)
+	}
+	waitFor(t, "the mock job to run on the client with the test drivers", func() bool {
+		allocs := allocsOf(t, ac, "mocked")
+		return len(allocs) == 1 && allocs[0].NodeID == tester.nodeID && allocs[0].ClientStatus == "running"
+	})
 }

@@ -40,11 +40,14 @@ type file struct {
 // Handler serves the UI. It answers GET and HEAD only.
 type Handler struct {
 	files map[string]*file
+	// dirs are the directories that hold assets ("." and "pages"): a
+	// missing name there is a missing asset, anywhere else a page.
+	dirs map[string]bool
 }
 
 // New loads the embedded assets once and hashes them for their ETags.
 func New() (*Handler, error) {
-	h := &Handler{files: map[string]*file{}}
+	h := &Handler{files: map[string]*file{}, dirs: map[string]bool{}}
 	err := fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -61,7 +64,9 @@ func New() (*Handler, error) {
 		if ct == "" {
 			ct = "application/octet-stream"
 		}
-		h.files[strings.TrimPrefix(p, "assets/")] = &file{body: body, etag: `"` + hex.EncodeToString(sum[:8]) + `"`, contentType: ct}
+		name := strings.TrimPrefix(p, "assets/")
+		h.dirs[path.Dir(name)] = true
+		h.files[name] = &file{body: body, etag: `"` + hex.EncodeToString(sum[:8]) + `"`, contentType: ct}
 		return nil
 	})
 	if err != nil {
@@ -92,10 +97,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, Prefix)
 	f, ok := h.files[name]
 	if !ok || name == "" {
-		// A page of the app (e.g. /ui/jobs/web): index.html. A missing
-		// asset (a path with an extension) is a real 404, so that a typo
-		// in a script's name does not come back as HTML.
-		if name != "" && strings.Contains(path.Base(name), ".") {
+		// A page of the app (e.g. /ui/jobs/default/my.job, whatever
+		// characters the job ID has): index.html. A missing asset (a name
+		// with an extension where the assets are) is a real 404, so that a
+		// typo in a script's name does not come back as HTML.
+		if name != "" && h.dirs[path.Dir(name)] && strings.Contains(path.Base(name), ".") {
 			http.Error(w, "UI asset "+name+" not found", http.StatusNotFound)
 			return
 		}

@@ -54,9 +54,11 @@ func runSimNodes(n int, url string) {
 		Servers:    []string{url},
 		NodeName:   "bench-node",
 		Datacenter: "dc1",
-		Resources:  api.Resources{CPU: simNodeCPU, MemoryMB: simNodeMemoryMB},
-		Logger:     hclog.New(&hclog.LoggerOptions{Name: "client", Level: hclog.Warn, Output: os.Stderr}),
-		Now:        time.Now,
+		// Simulated nodes run the mock driver.
+		TestDrivers: true,
+		Resources:   api.Resources{CPU: simNodeCPU, MemoryMB: simNodeMemoryMB},
+		Logger:      hclog.New(&hclog.LoggerOptions{Name: "client", Level: hclog.Warn, Output: os.Stderr}),
+		Now:         time.Now,
 	}
 	if _, err := client.StartPool(ctx, n, base, nil); err != nil {
 		fail("starting %d simulated nodes: %v", n, err)

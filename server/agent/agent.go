@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/ctlplane/ctlplane/client"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
@@ -57,6 +58,14 @@ func New(cfg *server.Config) (*Agent, error) {
 	services := a.wire(deps)
 	h := ctlhttp.New(srv, cfg.Logger, services)
 	h.SetEventStream(cfg.EventHeartbeat, cfg.EventWriteTimeout)
+	// A dev agent answers once its nodes are registered: a job run as soon
+	// as it answers is placed, not blocked for want of a node. Not when it
+	// joins others (it forms a cluster through their APIs and its own), nor
+	// when its nodes have no token to register with.
+	release := func() {}
+	if hasDevNodes(cfg) && len(cfg.Join) == 0 && (!cfg.ACLEnabled || cfg.ACLInitialManagementToken != "") {
+		release = srv.HoldAPI()
+	}
 	if err := srv.Serve(h); err != nil {
 		srv.Shutdown()
 		return nil, err
@@ -72,11 +81,42 @@ func New(cfg *server.Config) (*Agent, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	if err := a.startDevNodes(ctx, deps); err != nil {
+	nodes, err := a.startDevNodes(ctx, deps)
+	if err != nil {
 		a.Shutdown()
 		return nil, fmt.Errorf("failed to start the dev client nodes: %w", err)
 	}
+	a.awaitRegistered(nodes)
+	release()
 	return a, nil
+}
+
+// devNodesTimeout bounds the wait for the dev nodes' registration: past
+// it the API answers anyway (a job then waits in a blocked evaluation).
+const devNodesTimeout = 30 * time.Second
+
+// hasDevNodes says whether the agent starts simulated client nodes.
+func hasDevNodes(cfg *server.Config) bool {
+	n := cfg.DevNodes
+	for _, g := range cfg.DevNodeGroups {
+		n += max(g.Count, 0)
+	}
+	return n > 0
+}
+
+// awaitRegistered waits until every node is registered (ready), at most
+// devNodesTimeout.
+func (a *Agent) awaitRegistered(nodes []*client.Client) {
+	timeout := time.NewTimer(devNodesTimeout)
+	defer timeout.Stop()
+	for i, c := range nodes {
+		select {
+		case <-c.Registered():
+		case <-timeout.C:
+			a.Config.Logger.Warn("the dev nodes did not all register in time: answering anyway", "registered", i, "nodes", len(nodes), "timeout", devNodesTimeout)
+			return
+		}
+	}
 }
 
 // Shutdown stops the client nodes, then the server, then the GC tuner and

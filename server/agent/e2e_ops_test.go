@@ -279,7 +279,7 @@ func TestE2ENodeLossMidDeployment(t *testing.T) {
 	var wg sync.WaitGroup
 	start := func(name string) context.CancelFunc {
 		ctx, cancel := context.WithCancel(context.Background())
-		c, err := client.New(client.Config{Servers: []string{ts.URL}, NodeName: name, Datacenter: "dc1",
+		c, err := client.New(client.Config{Servers: []string{ts.URL}, NodeName: name, Datacenter: "dc1", TestDrivers: true,
 			Resources: api.Resources{CPU: 300, MemoryMB: 1024}})
 		if err != nil {
 			t.Fatal(err)

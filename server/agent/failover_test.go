@@ -28,7 +28,7 @@ func TestFailoverMidDeployment(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	c, err := client.New(client.Config{Servers: urls, NodeName: "worker", Datacenter: "dc1",
+	c, err := client.New(client.Config{Servers: urls, NodeName: "worker", Datacenter: "dc1", TestDrivers: true,
 		Resources: api.Resources{CPU: 4000, MemoryMB: 4096}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
@@ -81,13 +84,14 @@ const (
 
 // startDevNodes starts the simulated client nodes (mock_driver) of a dev
 // agent, talking to this server over its own HTTP API like any client.
-func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
-	if err := a.startDevNodeGroups(ctx, deps); err != nil {
-		return err
+func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) ([]*client.Client, error) {
+	started, err := a.startDevNodeGroups(ctx, deps)
+	if err != nil {
+		return nil, err
 	}
 	n := a.Config.DevNodes
 	if n <= 0 {
-		return nil
+		return started, nil
 	}
 	name := a.Config.NodeName + "-client"
 	if n > 1 {
@@ -102,19 +106,22 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 		Resources:  api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
 		Logger:     deps.Logger.Named("client"),
 		Now:        deps.Now,
+		// A dev agent's nodes offer the test drivers (mock_driver, mock).
+		TestDrivers:   true,
+		ReservedPorts: a.listenerPorts(),
 	}
 	if n == 1 {
 		// The dev client runs real processes too (raw_exec), in a
 		// temporary data directory removed at shutdown; its tasks die with it.
 		dir, err := os.MkdirTemp("", "ctlplane-dev-client-")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		a.devDataDir = dir
 		base.DataDir, base.RawExec, base.KillTasksOnShutdown, base.HTTPAddr = dir, true, true, "127.0.0.1:0"
 		c, err := client.New(base)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		a.wg.Add(1)
 		go func() {
@@ -123,15 +130,31 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) error {
 				deps.Logger.Error("dev client node stopped", "error", err)
 			}
 		}()
-		return nil
+		return append(started, c), nil
 	}
 	nodes, err := client.StartPool(ctx, n, base, &a.wg)
 	a.devNodes = nodes
-	return err
+	return append(started, nodes...), err
+}
+
+// listenerPorts are the ports this agent listens on (HTTP, HTTPS, Raft):
+// its dev nodes share its host, so they reserve them and no allocation is
+// given one, as a dynamic port or a static one.
+func (a *Agent) listenerPorts() []int {
+	var out []int
+	for _, addr := range []string{a.HTTPAddr(), a.HTTPSAddr(), a.RaftAddr()} {
+		if _, p, err := net.SplitHostPort(addr); err == nil {
+			if n, err := strconv.Atoi(p); err == nil && n > 0 && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // startDevNodeGroups starts the simulated nodes of each DevNodeGroup.
-func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
+func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) ([]*client.Client, error) {
+	var started []*client.Client
 	for i, g := range a.Config.DevNodeGroups {
 		if g.Count <= 0 {
 			continue
@@ -141,18 +164,20 @@ func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
 			name = fmt.Sprintf("group%d", i+1)
 		}
 		base := client.Config{
-			Servers:    []string{"http://" + a.HTTPAddr()},
-			HTTPClient: a.InProcessHTTPClient(),
-			Token:      a.Config.ACLInitialManagementToken,
-			NodeName:   a.Config.NodeName + "-" + name,
-			Datacenter: g.Datacenter,
-			NodeClass:  g.NodeClass,
-			NodePool:   g.NodePool,
-			Meta:       g.Meta,
-			Attributes: g.Attributes,
-			Resources:  api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
-			Logger:     deps.Logger.Named("client"),
-			Now:        deps.Now,
+			Servers:       []string{"http://" + a.HTTPAddr()},
+			HTTPClient:    a.InProcessHTTPClient(),
+			Token:         a.Config.ACLInitialManagementToken,
+			NodeName:      a.Config.NodeName + "-" + name,
+			Datacenter:    g.Datacenter,
+			NodeClass:     g.NodeClass,
+			NodePool:      g.NodePool,
+			Meta:          g.Meta,
+			Attributes:    g.Attributes,
+			Resources:     api.Resources{CPU: devNodeCPU, MemoryMB: devNodeMemoryMB},
+			Logger:        deps.Logger.Named("client"),
+			Now:           deps.Now,
+			TestDrivers:   true,
+			ReservedPorts: a.listenerPorts(),
 		}
 		if base.Datacenter == "" {
 			base.Datacenter = a.Config.Datacenter
@@ -163,9 +188,11 @@ func (a *Agent) startDevNodeGroups(ctx context.Context, deps svc.Deps) error {
 		if g.MemoryMB > 0 {
 			base.Resources.MemoryMB = g.MemoryMB
 		}
-		if _, err := client.StartPool(ctx, g.Count, base, &a.wg); err != nil {
-			return err
+		nodes, err := client.StartPool(ctx, g.Count, base, &a.wg)
+		if err != nil {
+			return nil, err
 		}
+		started = append(started, nodes...)
 	}
-	return nil
+	return started, nil
 }
