@@ -1,7 +1,6 @@
 package jobs
 
 import (
-
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/state"
 )
