@@ -58,13 +58,14 @@ type patternCache struct {
 	mu       sync.Mutex // serializes additions (the cost total and eviction)
 	lru      *lru.Cache[patternKey, *compiledPattern]
 	cost     int
+	maxCost  int
 	compiles atomic.Uint64
 }
 
-var patterns = newPatternCache(patternCacheEntries)
+var patterns = newPatternCache(patternCacheEntries, patternCacheCost)
 
-func newPatternCache(entries int) *patternCache {
-	c := &patternCache{}
+func newPatternCache(entries, maxCost int) *patternCache {
+	c := &patternCache{maxCost: maxCost}
 	c.lru, _ = lru.NewWithEvict(entries, func(_ patternKey, v *compiledPattern) { c.cost -= v.cost })
 	return c
 }
@@ -89,7 +90,7 @@ func (c *patternCache) get(kind, pattern string) *compiledPattern {
 	}
 	c.cost += v.cost
 	c.lru.Add(key, v)
-	for c.cost > patternCacheCost && c.lru.Len() > 1 {
+	for c.cost > c.maxCost && c.lru.Len() > 1 {
 		c.lru.RemoveOldest()
 	}
 	return v
