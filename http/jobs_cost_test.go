@@ -78,6 +78,8 @@ func TestJobPatternCost(t *testing.T) {
 			"Task app validation failed: Affinity 1 validation failed: regexp pattern too costly to compile"},
 		{"patterns costly together", many(30, boundedPattern), nil,
 			`Task group "web" constraint 7: regexp pattern too costly to compile (the job's regexps come to 56007 program instructions with it: at most 50000 are allowed per job)`},
+		{"a pattern slow to match against a literal", []string{fmt.Sprintf(`{"LTarget":%q,"Operand":"regexp","RTarget":"%s$"}`, strings.Repeat("a", 1024), boundedPattern(0))}, nil,
+			`Task group "web" constraint 1: regexp pattern too costly to match against its 1024-character literal LTarget (8002 instructions times 1024 characters: at most 1000000 are allowed)`},
 		{"patterns long together", many(17, long), nil,
 			`Task group "web" constraint 17: regexp patterns too long in all (the job's come to 17000 bytes with it: at most 16384 are allowed per job)`},
 	}

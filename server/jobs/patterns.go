@@ -3,6 +3,7 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/state"
@@ -12,6 +13,13 @@ import (
 // the parsing that measuring their cost takes (1 KB of `\pL` classes
 // parses in about 4 ms).
 const MaxJobPatternBytes = 16 * 1024
+
+// MaxLiteralMatchWork caps a regexp matched against a literal LTarget (not
+// a ${...} interpolation): its length times the pattern's program, the
+// work of a match (a 10,000-instruction pattern took 122 ms against a
+// 1,024-character literal). A literal's outcome is the same on every node:
+// this refuses only patterns made to be slow.
+const MaxLiteralMatchWork = 1_000_000
 
 // checkRegexp is a regexp constraint's or affinity's own problem ("" for
 // none): malformed (Nomad's text) or too costly on its own.
@@ -37,7 +45,7 @@ func checkPatternCost(job *state.Job) error {
 		bytes, cost int
 		over        error
 	)
-	visit := func(where, operand, pattern string) {
+	visit := func(where, operand, ltarget, pattern string) {
 		if over != nil || operand != scheduler.ConstraintRegex {
 			return
 		}
@@ -50,6 +58,11 @@ func checkPatternCost(job *state.Job) error {
 		if err != nil || c > scheduler.MaxPatternCost {
 			return
 		}
+		if !strings.HasPrefix(ltarget, "${") && len(ltarget)*c > MaxLiteralMatchWork {
+			over = invalid("%s: regexp pattern too costly to match against its %d-character literal LTarget (%d instructions times %d characters: at most %d are allowed)",
+				where, len(ltarget), c, len(ltarget), MaxLiteralMatchWork)
+			return
+		}
 		cost += c
 		if cost > scheduler.MaxJobPatternCost {
 			over = invalid("%s: regexp pattern too costly to compile (the job's regexps come to %d program instructions with it: at most %d are allowed per job)", where, cost, scheduler.MaxJobPatternCost)
@@ -57,10 +70,10 @@ func checkPatternCost(job *state.Job) error {
 	}
 	block := func(where string, cs []*state.Constraint, as []*state.Affinity) {
 		for i, c := range cs {
-			visit(fmt.Sprintf("%s constraint %d", where, i+1), c.Operand, c.RTarget)
+			visit(fmt.Sprintf("%s constraint %d", where, i+1), c.Operand, c.LTarget, c.RTarget)
 		}
 		for i, a := range as {
-			visit(fmt.Sprintf("%s affinity %d", where, i+1), a.Operand, a.RTarget)
+			visit(fmt.Sprintf("%s affinity %d", where, i+1), a.Operand, a.LTarget, a.RTarget)
 		}
 	}
 	block("Job", job.Constraints, job.Affinities)

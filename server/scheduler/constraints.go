@@ -95,8 +95,7 @@ func checkConstraint(op, l, r string, lok, rok bool) bool {
 		if !lok || !rok {
 			return false
 		}
-		re, err := CompiledRegexp(r)
-		return err == nil && re.MatchString(l)
+		return matchRegexp(r, l)
 	case ConstraintSetContains, ConstraintSetContainsAll:
 		return lok && rok && setContains(l, r, true)
 	case ConstraintSetContainsAny:

@@ -132,3 +132,33 @@ func TestPatternCacheBounded(t *testing.T) {
 		t.Errorf("%d compiles, want 13", got)
 	}
 }
+
+// TestSlowMatchesRemembered: a costly match (a long input, a large
+// program) is run once, not once per node and evaluation: 21 nodes share
+// a 300-character attribute that an anchored 8,000-instruction affinity
+// reads, over three evaluations.
+func TestSlowMatchesRemembered(t *testing.T) {
+	h := newHarness(t)
+	long := strings.Repeat("a", 300)
+	for i := range 21 {
+		h.fleetNode(fmt.Sprintf("n%d", i), "dc1", "same", "default", map[string]string{"kernel.name": "linux", "long": long}, nil)
+	}
+	salt := strings.ReplaceAll(uuid.NewString(), "-", "")
+	pattern := "^(" + salt + ")?" + strings.Repeat("[a-z]{1,1000}", 4) + "$"
+	j := testJob("web", 2)
+	j.TaskGroups[0].Affinities = []*state.Affinity{{LTarget: "${attr.long}", Operand: ConstraintRegex, RTarget: pattern, Weight: 50}}
+	before := SlowMatches()
+	h.process(h.register(j))
+	for range 2 {
+		h.run("web", state.EvalTriggerNodeUpdate)
+	}
+	if got := len(h.live("web")); got != 2 {
+		t.Fatalf("%d allocations placed, want 2", got)
+	}
+	if got := SlowMatches() - before; got != 1 {
+		t.Errorf("%d slow matches run, want 1", got)
+	}
+	if !matchRegexp(pattern, long) || matchRegexp(pattern, long+"!") {
+		t.Error("the remembered outcome is wrong")
+	}
+}
