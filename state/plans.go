@@ -495,9 +495,10 @@ func checkPlanTxn(txn *memdb.Txn, usage *nodeUsage, p *Plan) (string, error) {
 		}
 		node := raw.(*Node)
 		used, held := usage.room(nodeID, n.ports)
-		// What stays plus what is placed; freed is part of used, so the
-		// difference is never negative.
-		used = used.Plus(freed[nodeID], -1)
+		// What stays plus what is placed; freed (counted alike) is part
+		// of used, so the difference is never negative.
+		f := freed[nodeID]
+		used.CPU, used.MemoryMB = used.CPU-f.CPU, used.MemoryMB-f.MemoryMB
 		_, cpuOK := Room(node.Resources.CPU, used.CPU, n.need.CPU)
 		_, memOK := Room(node.Resources.MemoryMB, used.MemoryMB, n.need.MemoryMB)
 		if !cpuOK || !memOK {
