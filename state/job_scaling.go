@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/hashicorp/go-memdb"
@@ -11,6 +12,11 @@ const jobScalingEventsTable = "job_scaling_events"
 // JobTrackedScalingEvents is how many scaling events are kept per group
 // (Nomad's number).
 const JobTrackedScalingEvents = 20
+
+// JobTrackedScalingEventBytes bounds the events kept per group by their
+// size (scalingEventSize): the newest ones that fit are kept, at least
+// one. The jobs service caps an event's Message and Meta well below it.
+const JobTrackedScalingEventBytes = 32 * 1024
 
 // ScalingEvent is one scaling action on a group, as Nomad records it.
 type ScalingEvent struct {
@@ -114,12 +120,36 @@ func addScalingEventTxn(txn *memdb.Txn, idx uint64, ns, jobID, group string, eve
 	if len(events) > JobTrackedScalingEvents {
 		events = events[:JobTrackedScalingEvents]
 	}
+	size := 0
+	for i, ev := range events {
+		size += scalingEventSize(ev)
+		if i > 0 && size > JobTrackedScalingEventBytes {
+			events = events[:i]
+			break
+		}
+	}
 	row.ScalingEvents[group] = events
 	row.ModifyIndex = idx
 	if err := txn.Insert(jobScalingEventsTable, row); err != nil {
 		return fmt.Errorf("failed inserting scaling events: %w", err)
 	}
 	return setIndex(txn, jobScalingEventsTable, idx)
+}
+
+// scalingEventSize is about what an event takes in a scale-status answer:
+// its Message, its Meta as JSON and the rest of its fields. The same on
+// every server (the FSM applies it).
+func scalingEventSize(e *ScalingEvent) int {
+	const fixed = 160
+	size := fixed + len(e.Message)
+	if e.Meta != nil {
+		if b, err := json.Marshal(e.Meta); err == nil {
+			size += len(b)
+		} else {
+			size += JobTrackedScalingEventBytes // unencodable: keep it alone
+		}
+	}
+	return size
 }
 
 // deleteScalingEventsTxn drops a deleted job's scaling events (Nomad does

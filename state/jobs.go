@@ -163,13 +163,15 @@ func (j *Job) LookupTaskGroup(name string) *TaskGroup {
 	return nil
 }
 
-// Resources is the sum of the group's task resources.
+// Resources is the sum of the group's task resources (each counted: it
+// saturates rather than wraps, whatever a stored job asks).
 func (tg *TaskGroup) Resources() Resources {
 	var r Resources
 	for _, t := range tg.Tasks {
 		if t.Resources != nil {
-			r.CPU += t.Resources.CPU
-			r.MemoryMB += t.Resources.MemoryMB
+			c := t.Resources.Counted()
+			r.CPU = satAdd(r.CPU, c.CPU)
+			r.MemoryMB = satAdd(r.MemoryMB, c.MemoryMB)
 		}
 	}
 	return r

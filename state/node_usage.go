@@ -72,8 +72,7 @@ func (u *nodeUsage) add(a *Allocation, sign int) {
 		n = &nodeUse{}
 		u.nodes[a.NodeID] = n
 	}
-	n.res.CPU += sign * a.Resources.CPU
-	n.res.MemoryMB += sign * a.Resources.MemoryMB
+	n.res = n.res.Plus(a.Resources, sign)
 	for _, p := range a.AllocatedPorts {
 		if sign > 0 {
 			if n.ports == nil {

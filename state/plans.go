@@ -380,10 +380,7 @@ func checkPlanTxn(txn *memdb.Txn, usage *nodeUsage, p *Plan) (string, error) {
 			return fmt.Sprintf("allocation %s is gone", st.AllocID), nil
 		}
 		if a := raw.(*Allocation); !stopping[a.ID] && !a.TerminalStatus() {
-			r := freed[a.NodeID]
-			r.CPU += a.Resources.CPU
-			r.MemoryMB += a.Resources.MemoryMB
-			freed[a.NodeID] = r
+			freed[a.NodeID] = freed[a.NodeID].Plus(a.Resources, 1)
 		}
 		stopping[st.AllocID] = true
 	}
@@ -481,8 +478,7 @@ func checkPlanTxn(txn *memdb.Txn, usage *nodeUsage, p *Plan) (string, error) {
 			nodes[pl.NodeID] = n
 			order = append(order, pl.NodeID)
 		}
-		n.need.CPU += pl.Resources.CPU
-		n.need.MemoryMB += pl.Resources.MemoryMB
+		n.need = n.need.Plus(pl.Resources, 1)
 		n.placements = append(n.placements, pl)
 		for _, port := range pl.AllocatedPorts {
 			n.ports = append(n.ports, port.Value)
@@ -499,9 +495,13 @@ func checkPlanTxn(txn *memdb.Txn, usage *nodeUsage, p *Plan) (string, error) {
 		}
 		node := raw.(*Node)
 		used, held := usage.room(nodeID, n.ports)
-		used.CPU += n.need.CPU - freed[nodeID].CPU
-		used.MemoryMB += n.need.MemoryMB - freed[nodeID].MemoryMB
-		if (node.Resources.CPU > 0 && used.CPU > node.Resources.CPU) || (node.Resources.MemoryMB > 0 && used.MemoryMB > node.Resources.MemoryMB) {
+		// What stays plus what is placed; freed (counted alike) is part
+		// of used, so the difference is never negative.
+		f := freed[nodeID]
+		used.CPU, used.MemoryMB = used.CPU-f.CPU, used.MemoryMB-f.MemoryMB
+		_, cpuOK := Room(node.Resources.CPU, used.CPU, n.need.CPU)
+		_, memOK := Room(node.Resources.MemoryMB, used.MemoryMB, n.need.MemoryMB)
+		if !cpuOK || !memOK {
 			return fmt.Sprintf("node %s has no room left", nodeID), nil
 		}
 		if reason := portCollision(node, held, stopping, n.placements); reason != "" {

@@ -1,11 +1,8 @@
 package jobs
 
 import (
-	"regexp"
-
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/state"
-	version "github.com/hashicorp/go-version"
 )
 
 // DefaultAffinityWeight is Nomad's weight of an affinity that gives none.
@@ -58,11 +55,11 @@ func validateAffinity(a *state.Affinity) errList {
 			errs.add("Set contains operators require an RTarget")
 		}
 	case scheduler.ConstraintRegex:
-		if _, err := regexp.Compile(a.RTarget); err != nil {
-			errs.add("Regular expression failed to compile: %v", err)
+		if err := checkRegexp(a.RTarget); err != "" {
+			errs.add("%s", err)
 		}
 	case scheduler.ConstraintVersion:
-		if _, err := version.NewConstraint(a.RTarget); err != nil {
+		if _, err := scheduler.CompiledVersion(a.RTarget); err != nil {
 			errs.add("Version affinity is invalid: %s", capitalMalformed(err))
 		}
 	case scheduler.ConstraintSemver:

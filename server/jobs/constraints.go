@@ -2,13 +2,11 @@ package jobs
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/state"
-	version "github.com/hashicorp/go-version"
 )
 
 // ctlplane's caps on constraints (Nomad has none; a job is one Raft entry).
@@ -69,11 +67,11 @@ func validateConstraint(c *state.Constraint) errList {
 			errs.add("Set contains constraint requires an RTarget")
 		}
 	case scheduler.ConstraintRegex:
-		if _, err := regexp.Compile(c.RTarget); err != nil {
-			errs.add("Regular expression failed to compile: %v", err)
+		if err := checkRegexp(c.RTarget); err != "" {
+			errs.add("%s", err)
 		}
 	case scheduler.ConstraintVersion:
-		if _, err := version.NewConstraint(c.RTarget); err != nil {
+		if _, err := scheduler.CompiledVersion(c.RTarget); err != nil {
 			errs.add("Version constraint is invalid: %s", capitalMalformed(err))
 		}
 	case scheduler.ConstraintSemver:

@@ -31,6 +31,11 @@ func (s *Service) Plan(caller acl.Caller, job *state.Job, diff bool) (*PlanResul
 	if err := Validate(job); err != nil {
 		return nil, err
 	}
+	// Before the dry run: 100 groups of 10,000 computed a million
+	// placements in 7.8 s.
+	if err := s.checkTotalAllocs(job); err != nil {
+		return nil, err
+	}
 	snap := s.deps.State().PointInTime()
 	// Registering would be refused in a namespace that does not exist.
 	if _, ns, err := snap.NamespaceByName(memdb.NewWatchSet(), job.Namespace); err != nil {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/ctlplane/ctlplane/fsm"
@@ -23,6 +24,26 @@ type ScaleRequest struct {
 	JobModifyIndex uint64
 }
 
+// checkScalingEvent bounds what the event keeps: its Message and Meta.
+func checkScalingEvent(req *ScaleRequest) error {
+	if n := len(req.Message); n > MaxScalingMessageBytes {
+		return badRequest("scaling event Message is %d bytes: at most %d are allowed", n, MaxScalingMessageBytes)
+	}
+	if n := len(req.Meta); n > MaxScalingMetaKeys {
+		return badRequest("scaling event Meta has %d keys: at most %d are allowed", n, MaxScalingMetaKeys)
+	}
+	if req.Meta != nil {
+		b, err := json.Marshal(req.Meta)
+		if err != nil {
+			return badRequest("scaling event Meta is not valid JSON: %v", err)
+		}
+		if len(b) > MaxScalingMetaBytes {
+			return badRequest("scaling event Meta is %d bytes of JSON: at most %d are allowed", len(b), MaxScalingMetaBytes)
+		}
+	}
+	return nil
+}
+
 func badRequest(format string, args ...any) error {
 	return &state.Error{Code: state.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }
@@ -39,6 +60,9 @@ func (s *Service) Scale(caller acl.Caller, req *ScaleRequest) (*state.JobWriteRe
 	}
 	if req.Group == "" {
 		return nil, badRequest("missing task group name for scaling action")
+	}
+	if err := checkScalingEvent(req); err != nil {
+		return nil, err
 	}
 	if req.Count != nil {
 		if *req.Count < 0 {
@@ -86,6 +110,9 @@ func (s *Service) Scale(caller acl.Caller, req *ScaleRequest) (*state.JobWriteRe
 		}
 		job.TaskGroups = groups
 		if err := Validate(job); err != nil {
+			return nil, err
+		}
+		if err := s.checkTotalAllocs(job); err != nil {
 			return nil, err
 		}
 		job.Status, job.StatusDescription, job.Stable, job.Version = "", "", false, 0

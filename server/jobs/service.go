@@ -246,6 +246,14 @@ func (s *Service) Revert(caller acl.Caller, ns, id string, version uint64, enfor
 	if enforcePriorVersion != nil && *enforcePriorVersion != cur.Version {
 		return nil, conflict("Current job has version %d; enforcing version %d", cur.Version, *enforcePriorVersion)
 	}
+	// Registered again, so checked again as Nomad's revert (a register) is:
+	// the version may predate a cap or the cap may have been lowered.
+	if err := Validate(old); err != nil {
+		return nil, err
+	}
+	if err := s.checkTotalAllocs(old); err != nil {
+		return nil, err
+	}
 	return s.register(old.Copy(), state.EvalTriggerJobRegister, 0)
 }
 

@@ -28,6 +28,17 @@ const (
 	MaxDriverLength     = 64
 	MaxKillSignalLength = 32
 	MaxRegions          = 100
+	// A task's resources: sums over a group, a node or a plan stay far
+	// from overflow (100 tasks of the most are under 2^37).
+	MaxTaskCPU      = 1 << 24 // MHz
+	MaxTaskMemoryMB = 1 << 30
+	// A scaling event's Message and Meta (Nomad bounds them only by the
+	// body: 60 events of 1 MiB took a server from 26 to 634 MiB). The
+	// events kept per group are bounded in bytes too
+	// (state.JobTrackedScalingEventBytes).
+	MaxScalingMessageBytes = 1024
+	MaxScalingMetaKeys     = MaxMetaKeys
+	MaxScalingMetaBytes    = 4096
 )
 
 // RestartPolicyMinInterval is Nomad's lower bound for a restart interval.
@@ -39,6 +50,11 @@ var namespaceRE = regexp.MustCompile(`^[a-zA-Z0-9\-_]{1,64}$`)
 // ctlplane's caps. All problems are reported together, as Nomad's
 // multierror does.
 func Validate(job *state.Job) error {
+	// Before anything is compiled (a job over its patterns' budget is
+	// refused for that alone).
+	if err := checkPatternCost(job); err != nil {
+		return err
+	}
 	var errs errList
 	switch {
 	case job.ID == "":
@@ -267,9 +283,13 @@ func validateTask(t *state.Task) []string {
 	} else {
 		if r.CPU < 1 {
 			errs.add("minimum CPU value is 1; got %d", r.CPU)
+		} else if r.CPU > MaxTaskCPU {
+			errs.add("maximum CPU value is %d; got %d", MaxTaskCPU, r.CPU)
 		}
 		if r.MemoryMB < 10 {
 			errs.add("minimum MemoryMB value is 10; got %d", r.MemoryMB)
+		} else if r.MemoryMB > MaxTaskMemoryMB {
+			errs.add("maximum MemoryMB value is %d; got %d", MaxTaskMemoryMB, r.MemoryMB)
 		}
 	}
 	checkStringMap(&errs, "Task Meta", t.Meta, MaxMetaKeys, MaxMetaValueLength)

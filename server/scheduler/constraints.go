@@ -95,8 +95,7 @@ func checkConstraint(op, l, r string, lok, rok bool) bool {
 		if !lok || !rok {
 			return false
 		}
-		re, err := regexp.Compile(r)
-		return err == nil && re.MatchString(l)
+		return matchRegexp(r, l)
 	case ConstraintSetContains, ConstraintSetContainsAll:
 		return lok && rok && setContains(l, r, true)
 	case ConstraintSetContainsAny:
@@ -154,7 +153,7 @@ func checkVersion(l, r string) bool {
 	if err != nil {
 		return false
 	}
-	c, err := version.NewConstraint(r)
+	c, err := CompiledVersion(r)
 	if err != nil {
 		return false
 	}
@@ -169,7 +168,7 @@ func checkSemver(l, r string) bool {
 	if err != nil {
 		return false
 	}
-	cs, err := parseSemverConstraint(r)
+	cs, err := compiledSemver(r)
 	if err != nil {
 		return false
 	}
@@ -192,7 +191,7 @@ var semverTerm = regexp.MustCompile(`^\s*(=|!=|>=|<=|>|<)?\s*(\S+)\s*$`)
 // ValidateSemverConstraint checks a semver constraint, with Nomad's error
 // text for a malformed term.
 func ValidateSemverConstraint(s string) error {
-	_, err := parseSemverConstraint(s)
+	_, err := compiledSemver(s)
 	return err
 }
 

@@ -100,8 +100,7 @@ func newPlacer(nodes *usage.NodeList, allocs []*state.Allocation, ns, jobID stri
 		if ni == nil {
 			continue
 		}
-		ni.used.CPU += a.Resources.CPU
-		ni.used.MemoryMB += a.Resources.MemoryMB
+		ni.used = ni.used.Plus(a.Resources, 1)
 		if a.Namespace == ns && a.JobID == jobID {
 			ni.count(a.TaskGroup, 1)
 		}
@@ -173,8 +172,7 @@ func (p *placer) byID(id string) *nodeInfo {
 func (p *placer) release(a *state.Allocation) {
 	p.released[a.ID] = true
 	if ni := p.byID(a.NodeID); ni != nil {
-		ni.used.CPU -= a.Resources.CPU
-		ni.used.MemoryMB -= a.Resources.MemoryMB
+		ni.used = ni.used.Plus(a.Resources, -1)
 		ni.count(a.TaskGroup, -1)
 		if ni.ports != nil {
 			for _, port := range a.HostPorts() {
@@ -188,8 +186,7 @@ func (p *placer) release(a *state.Allocation) {
 func (p *placer) reclaim(a *state.Allocation) {
 	delete(p.released, a.ID)
 	if ni := p.byID(a.NodeID); ni != nil {
-		ni.used.CPU += a.Resources.CPU
-		ni.used.MemoryMB += a.Resources.MemoryMB
+		ni.used = ni.used.Plus(a.Resources, 1)
 		ni.count(a.TaskGroup, 1)
 		if ni.ports != nil {
 			for _, port := range a.HostPorts() {
@@ -303,8 +300,7 @@ func (p *placer) place(job *state.Job, tg *state.TaskGroup, avoid map[string]boo
 		}
 	}
 	if best != nil {
-		best.used.CPU += c.need.CPU
-		best.used.MemoryMB += c.need.MemoryMB
+		best.used = best.used.Plus(c.need, 1)
 		best.count(tg.Name, 1)
 		p.bookPorts(best, bestPorts)
 	}
@@ -384,12 +380,12 @@ func (c *candidates) tally(ni *nodeInfo, dim string) {
 // lower, the tighter the fit. ok is false when need does not fit.
 func fitScore(ni *nodeInfo, need state.Resources) (float64, bool) {
 	free := func(capacity, used, want int) (float64, bool) {
+		left, ok := state.Room(capacity, used, want)
+		if !ok {
+			return 0, false
+		}
 		if capacity <= 0 {
 			return 1, true
-		}
-		left := capacity - used - want
-		if left < 0 {
-			return 0, false
 		}
 		return float64(left) / float64(capacity), true
 	}

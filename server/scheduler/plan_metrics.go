@@ -18,10 +18,10 @@ const (
 // exhausted names the first dimension need does not fit in ("" if it fits).
 func exhausted(ni *nodeInfo, need state.Resources) string {
 	c := ni.node.Resources
-	switch {
-	case c.CPU > 0 && ni.used.CPU+need.CPU > c.CPU:
+	if _, ok := state.Room(c.CPU, ni.used.CPU, need.CPU); !ok {
 		return dimensionCPU
-	case c.MemoryMB > 0 && ni.used.MemoryMB+need.MemoryMB > c.MemoryMB:
+	}
+	if _, ok := state.Room(c.MemoryMB, ni.used.MemoryMB, need.MemoryMB); !ok {
 		return dimensionMemory
 	}
 	return ""

@@ -87,8 +87,7 @@ func (v *View) NodeUsage(snap Source) (map[string]state.Resources, error) {
 
 func (v *View) add(node string, r state.Resources, sign int) {
 	u := v.nodes[node]
-	u.CPU += sign * r.CPU
-	u.MemoryMB += sign * r.MemoryMB
+	u = u.Plus(r, sign)
 	if u == (state.Resources{}) {
 		delete(v.nodes, node)
 		return
