@@ -125,10 +125,13 @@ type Client struct {
 	// gcDirs are allocations with a directory and no runner (finished,
 	// no longer listed): removed once the servers no longer know them.
 	gcDirs map[string]bool
-	// State saves: saveSeq numbers snapshots; savedSeq is the last written.
-	saveSeq  uint64
-	saveMu   sync.Mutex
-	savedSeq uint64
+	// The state DB (persist.go, statedb.go), open while Run runs; dirty
+	// are the allocations whose records are to be written (nil: deleted),
+	// persistKick wakes the writer, persistMu orders its rounds.
+	db          *stateDB
+	dirty       map[string]*allocRunner
+	persistKick chan struct{}
+	persistMu   sync.Mutex
 }
 
 var (
@@ -221,6 +224,7 @@ func New(cfg Config) (*Client, error) {
 		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID, secret: secret,
 		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
 		registered: make(chan struct{}), ctx: context.Background(), saved: saved, gcDirs: map[string]bool{},
+		dirty: map[string]*allocRunner{}, persistKick: make(chan struct{}, 1),
 	}
 	for _, addr := range cfg.Servers {
 		// msgpack on the busiest calls (reports, allocation changes), as Nomad's clients.
@@ -242,16 +246,28 @@ func (c *Client) Registered() <-chan struct{} { return c.registered }
 // Run registers the node and runs it until ctx ends. Task timers stop
 // with it (simulated tasks end with their client).
 func (c *Client) Run(ctx context.Context) error {
+	var persisted chan struct{}
+	if c.cfg.DataDir != "" {
+		db, err := openStateDB(c.cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("client: %w", err)
+		}
+		if err := db.putNodeID(c.nodeID); err != nil {
+			db.close()
+			return fmt.Errorf("client: saving the node ID: %w", err)
+		}
+		c.db = db
+		persisted = make(chan struct{})
+		go c.persistLoop(ctx, persisted)
+	}
 	c.mu.Lock()
 	c.ctx = ctx
 	if c.saved != nil {
 		c.restoreLocked(c.saved)
 		c.saved = nil
 	}
-	save := c.persistLocked()
 	c.mu.Unlock()
-	save()
-	defer c.shutdown()
+	defer c.shutdown(persisted)
 	if c.cfg.HTTPAddr != "" {
 		stop, err := c.serveHTTP()
 		if err != nil {
@@ -303,9 +319,10 @@ func (c *Client) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *Client) shutdown() {
+// shutdown stops the runners and, once the writer (persistLoop, done
+// closes when it ends) is done, saves what is left and closes the state DB.
+func (c *Client) shutdown(persisted <-chan struct{}) {
 	c.mu.Lock()
-	save := c.persistLocked()
 	c.closed = true
 	if c.hbTimer != nil {
 		c.hbTimer.Stop()
@@ -317,12 +334,15 @@ func (c *Client) shutdown() {
 		ar.destroy()
 	}
 	c.mu.Unlock()
+	if persisted != nil {
+		<-persisted
+		// Unless killed, the tasks keep running: a restarted client
+		// re-attaches to them.
+		c.closeState()
+	}
 	if c.cfg.KillTasksOnShutdown {
 		c.procs.Wait()
-		return
 	}
-	// The tasks keep running: a restarted client re-attaches to them.
-	save()
 }
 
 // reconcile starts, updates, stops and drops runners after a read of the
@@ -438,9 +458,9 @@ func (c *Client) flush() {
 	}
 	c.flushing = true
 	ctx := c.ctx
-	save := c.persistLocked()
 	c.mu.Unlock()
-	save()
+	// What the servers are told is saved first.
+	c.persist(ctx)
 
 	srv := c.server()
 	_, err := c.asNode(srv).UpdateAllocations(ctx, c.nodeID, batch)

@@ -20,3 +20,19 @@ func (c *Client) FullReads() int {
 	defer c.mu.Unlock()
 	return c.fullReads
 }
+
+// SavedAllocIDs lists the allocations the client's state DB has a record
+// of, sorted (nil, nil when the DB is not open).
+func (c *Client) SavedAllocIDs() ([]string, error) {
+	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
+	c.mu.Lock()
+	db := c.db
+	c.mu.Unlock()
+	if db == nil {
+		return nil, nil
+	}
+	ids, err := db.allocIDs()
+	slices.Sort(ids)
+	return ids, err
+}
