@@ -361,7 +361,10 @@ func (c *Client) reconcile(changes *api.ClientAllocChanges) bool {
 	if changes.Full || c.listed == nil {
 		c.listed = make(map[string]bool, len(changes.Allocs))
 	}
-	for _, ca := range changes.Allocs {
+	for i, ca := range changes.Allocs {
+		if c.stopping(i) {
+			return true
+		}
 		a := ca.Allocation
 		if a == nil {
 			continue
@@ -407,13 +410,22 @@ func (c *Client) reconcile(changes *api.ClientAllocChanges) bool {
 			}
 		}
 	}
-	for _, id := range changes.Removed {
+	for i, id := range changes.Removed {
+		if c.stopping(i) {
+			return true
+		}
 		delete(c.listed, id)
 		if ar := c.runners[id]; ar != nil {
 			unlist(ar)
 		}
 	}
 	return len(c.listed) == changes.Count
+}
+
+// stopping says, every 256th step of a long loop under c.mu, whether the
+// client is shutting down: a read of thousands of changes gives way to it.
+func (c *Client) stopping(step int) bool {
+	return step%256 == 255 && c.ctx.Err() != nil
 }
 
 // queueUpdate adds a report to the next batch (a newer report of the same

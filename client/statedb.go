@@ -79,7 +79,7 @@ func openStateDB(dataDir string) (*stateDB, error) {
 			return err
 		}
 		if v := meta.Get(versionKey); v != nil && string(v) != stateDBVersion {
-			return fmt.Errorf("client state %s has layout version %q; this agent reads version %s", path, v, stateDBVersion)
+			return fmt.Errorf("it has layout version %q; this agent reads version %s", v, stateDBVersion)
 		}
 		if err := meta.Put(versionKey, []byte(stateDBVersion)); err != nil {
 			return err
