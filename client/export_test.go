@@ -1,6 +1,9 @@
 package client
 
-import "slices"
+import (
+	"errors"
+	"slices"
+)
 
 // RunnerIDs lists the allocations this client has a runner for, sorted.
 func (c *Client) RunnerIDs() []string {
@@ -35,4 +38,22 @@ func (c *Client) SavedAllocIDs() ([]string, error) {
 	ids, err := db.allocIDs()
 	slices.Sort(ids)
 	return ids, err
+}
+
+// HoldStateDB opens a write transaction on the client's state DB and
+// keeps it open until release is called: bbolt has one writer at a time,
+// so every state write of the client waits on disk meanwhile, as behind a
+// stalled disk.
+func (c *Client) HoldStateDB() (release func(), err error) {
+	c.mu.Lock()
+	db := c.db
+	c.mu.Unlock()
+	if db == nil {
+		return nil, errors.New("the state DB is not open")
+	}
+	tx, err := db.db.Begin(true)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = tx.Rollback() }, nil
 }
