@@ -20,7 +20,9 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
@@ -30,6 +32,7 @@ func main() {
 	addr := flag.String("address", "http://127.0.0.1:8500", "server HTTP address (loopback)")
 	count := flag.Int("count", 1000, "allocations of the purged job (1-10000)")
 	timeout := flag.Duration("timeout", 20*time.Minute, "bound on each wait")
+	sigterm := flag.Int("sigterm-pid", 0, "when set: once the other job is placed, send SIGTERM to this pid (the agent) and time its exit instead")
 	flag.Parse()
 	if *count < 1 || *count > 10000 {
 		fail(fmt.Errorf("-count %d: 1 to 10000", *count))
@@ -103,6 +106,21 @@ func main() {
 	if _, err := ac.RegisterJob(ctx, job(otherNS, other, 1)); err != nil {
 		fail(err)
 	}
+	if *sigterm > 0 {
+		waitUntil(*timeout, 20*time.Millisecond, "the other job's allocation placed", func() bool {
+			return countStatus(ac, otherNS, other, "") == 1
+		})
+		close(stopWatch)
+		<-watched
+		fmt.Printf("purge of %d allocations, until the client reported every one complete: %v (polled each second)\n", *count, purgeTime.Round(time.Millisecond))
+		begin := time.Now()
+		if err := syscall.Kill(*sigterm, syscall.SIGTERM); err != nil {
+			fail(err)
+		}
+		waitUntil(*timeout, 20*time.Millisecond, "the agent's exit", func() bool { return exited(*sigterm) })
+		fmt.Printf("SIGTERM once the other job was placed (the client dropping the purged allocations): the agent exited after %v\n", time.Since(begin).Round(time.Millisecond))
+		return
+	}
 	waitUntil(*timeout, 20*time.Millisecond, "the other job's allocation running", func() bool {
 		return countStatus(ac, otherNS, other, api.AllocClientStatusRunning) == 1
 	})
@@ -122,7 +140,19 @@ func job(ns, id string, count int) *api.Job {
 				Resources: &api.Resources{CPU: 1, MemoryMB: 10}}}}}}
 }
 
-// countStatus counts the job's allocations of a client status.
+// exited says whether the process is gone (or a zombie its parent has
+// not reaped yet).
+func exited(pid int) bool {
+	buf, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(buf)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
+}
+
+// countStatus counts the job's allocations of a client status ("": all).
 func countStatus(ac *api.Client, ns, id, status string) int {
 	allocs, _, err := ac.JobAllocations(context.Background(), id, &api.QueryOptions{Params: map[string]string{"namespace": ns}})
 	if err != nil {
@@ -130,7 +160,7 @@ func countStatus(ac *api.Client, ns, id, status string) int {
 	}
 	n := 0
 	for _, a := range allocs {
-		if a.ClientStatus == status {
+		if status == "" || a.ClientStatus == status {
 			n++
 		}
 	}
