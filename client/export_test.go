@@ -1,7 +1,10 @@
 package client
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 )
 
@@ -56,4 +59,22 @@ func (c *Client) HoldStateDB() (release func(), err error) {
 		return nil, err
 	}
 	return func() { _ = tx.Rollback() }, nil
+}
+
+// WriteLegacyState turns the state DB in dataDir back into an older
+// agent's state.json (0600) and removes the DB, as on a data directory an
+// older agent last ran on.
+func WriteLegacyState(dataDir string) error {
+	s, err := loadState(dataDir)
+	if err != nil {
+		return err
+	}
+	buf, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, "client", legacyStateFile), buf, 0o600); err != nil {
+		return err
+	}
+	return os.Remove(stateDBPath(dataDir))
 }
