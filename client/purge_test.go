@@ -173,12 +173,12 @@ func (w *nodeWatch) end() []string {
 // Issue 31: a purge of many allocations, then the change that makes the
 // client drop them all (another namespace's placement). The client drops
 // them without stalling: the other allocation runs, the node's heartbeats
-// never lapse (a 3 s TTL), and its state DB and runners end up with the
+// never lapse (a 6 s TTL), and its state DB and runners end up with the
 // other allocation alone. Before, each drop rewrote the whole state under
 // the client's lock: the node went down.
 func TestClientLargePurgeKeepsNodeUp(t *testing.T) {
 	const n = 1500
-	e := newMockEnv(t, 3*time.Second)
+	e := newMockEnv(t, 6*time.Second)
 	e.place(t, "default", "big", n)
 	waitUntil(t, "every allocation running", func() (bool, string) {
 		got := e.countStatus(t, "default", "big", api.AllocClientStatusRunning)
