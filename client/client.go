@@ -319,7 +319,7 @@ func (c *Client) Run(ctx context.Context) error {
 	return nil
 }
 
-// shutdown stops the runners and, once the writer (persistLoop, done
+// shutdown stops the runners and, once the writer (persistLoop: persisted
 // closes when it ends) is done, saves what is left and closes the state DB.
 func (c *Client) shutdown(persisted <-chan struct{}) {
 	c.mu.Lock()
@@ -336,8 +336,8 @@ func (c *Client) shutdown(persisted <-chan struct{}) {
 	c.mu.Unlock()
 	if persisted != nil {
 		<-persisted
-		// Unless killed, the tasks keep running: a restarted client
-		// re-attaches to them.
+		// What is still queued is saved: unless killed, the tasks keep
+		// running and a restarted client re-attaches to them.
 		c.closeState()
 	}
 	if c.cfg.KillTasksOnShutdown {
