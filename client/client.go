@@ -112,8 +112,11 @@ type Client struct {
 	listed map[string]bool
 	// fullReads counts the reads that answered the whole list.
 	fullReads int
-	// pending status reports by allocation, sent by flush.
-	pending    map[string]*api.AllocClientUpdate
+	// pending status reports by allocation, sent by flush; pendingLive
+	// are those of allocations starting or running, sent first: a new
+	// allocation's start does not wait behind a purge's thousands of ends.
+	pending     map[string]*api.AllocClientUpdate
+	pendingLive map[string]bool
 	flushTimer *time.Timer
 	flushing   bool
 	// registered is closed once the first registration succeeded.
@@ -222,7 +225,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID, secret: secret,
-		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
+		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{}, pendingLive: map[string]bool{},
 		registered: make(chan struct{}), ctx: context.Background(), saved: saved, gcDirs: map[string]bool{},
 		dirty: map[string]*allocRunner{}, persistKick: make(chan struct{}, 1),
 	}
@@ -434,7 +437,7 @@ func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 	if c.closed {
 		return
 	}
-	c.pending[u.ID] = u
+	c.pendLocked(u)
 	if c.flushing {
 		return
 	}
@@ -450,6 +453,16 @@ func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 	}
 }
 
+// pendLocked keeps a report for the next batch. Called with c.mu held.
+func (c *Client) pendLocked(u *api.AllocClientUpdate) {
+	c.pending[u.ID] = u
+	if u.ClientStatus == api.AllocClientStatusPending || u.ClientStatus == api.AllocClientStatusRunning {
+		c.pendingLive[u.ID] = true
+	} else {
+		delete(c.pendingLive, u.ID)
+	}
+}
+
 // flush sends the pending reports in one request (at most
 // api's per-request cap); on failure they are kept for the next try,
 // unless a newer report replaced them meanwhile.
@@ -460,13 +473,23 @@ func (c *Client) flush() {
 		c.mu.Unlock()
 		return
 	}
-	batch := make([]*api.AllocClientUpdate, 0, len(c.pending))
-	for id, u := range c.pending {
+	batch := make([]*api.AllocClientUpdate, 0, min(len(c.pending), maxUpdatesPerRequest))
+	take := func(id string) {
+		batch = append(batch, c.pending[id])
+		delete(c.pending, id)
+		delete(c.pendingLive, id)
+	}
+	for id := range c.pendingLive {
 		if len(batch) == maxUpdatesPerRequest {
 			break
 		}
-		batch = append(batch, u)
-		delete(c.pending, id)
+		take(id)
+	}
+	for id := range c.pending {
+		if len(batch) == maxUpdatesPerRequest {
+			break
+		}
+		take(id)
 	}
 	c.flushing = true
 	ctx := c.ctx
@@ -494,7 +517,7 @@ func (c *Client) flush() {
 	} else if err != nil {
 		for _, u := range batch {
 			if _, newer := c.pending[u.ID]; !newer {
-				c.pending[u.ID] = u
+				c.pendLocked(u)
 			}
 		}
 	}

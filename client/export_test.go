@@ -78,3 +78,10 @@ func WriteLegacyState(dataDir string) error {
 	}
 	return os.Remove(stateDBPath(dataDir))
 }
+
+// PendingReports is how many status reports wait to be sent.
+func (c *Client) PendingReports() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}

@@ -271,3 +271,49 @@ func TestClientStateWriteBlocksNoLock(t *testing.T) {
 		return slices.Equal(saved, want), fmt.Sprint(saved)
 	})
 }
+
+// Issue 31: while a purge's allocations end, another allocation's start is
+// reported first, not after a random share of the thousands of ends. The
+// node is cut off while both are queued, then healed: the start goes out
+// in the first batch, so no purged allocation's end is written before it.
+func TestClientStartReportGoesBeforePurgeEnds(t *testing.T) {
+	const n = 1500
+	e := newMockEnv(t, 10*time.Second)
+	e.place(t, "default", "big", n)
+	waitUntil(t, "every allocation running", func() (bool, string) {
+		got := e.countStatus(t, "default", "big", api.AllocClientStatusRunning)
+		return got == n, fmt.Sprintf("%d of %d running", got, n)
+	})
+	e.client.SetPartitioned(true)
+	if _, err := fsm.Apply(e.ts.Server, fsm.JobPurge, &fsm.JobPurgeRequest{Namespace: "default", JobID: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	other := e.place(t, "other", "small", 1)
+	waitUntil(t, "the client holding the purge's ends and the start", func() (bool, string) {
+		got := e.client.PendingReports()
+		return got == n+1, fmt.Sprintf("%d reports pending", got)
+	})
+	e.client.SetPartitioned(false)
+	waitUntil(t, "every report written", func() (bool, string) {
+		ended := e.countStatus(t, "default", "big", api.AllocClientStatusComplete)
+		started := e.countStatus(t, "other", "small", api.AllocClientStatusRunning)
+		return ended == n && started == 1, fmt.Sprintf("%d of %d complete, %d started", ended, n, started)
+	})
+	_, a, err := e.ts.Server.State().Alloc(nil, other[0])
+	if err != nil || a == nil {
+		t.Fatalf("the other allocation: %v", err)
+	}
+	_, purged, err := e.ts.Server.State().AllocsByJob(nil, "default", "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := 0
+	for _, p := range purged {
+		if p.ModifyIndex < a.ModifyIndex {
+			before++
+		}
+	}
+	if before > 0 {
+		t.Fatalf("%d of the %d ends were written before the start (index %d)", before, n, a.ModifyIndex)
+	}
+}

@@ -32,6 +32,7 @@ func main() {
 	addr := flag.String("address", "http://127.0.0.1:8500", "server HTTP address (loopback)")
 	count := flag.Int("count", 1000, "allocations of the purged job (1-10000)")
 	timeout := flag.Duration("timeout", 20*time.Minute, "bound on each wait")
+	during := flag.Bool("during", false, "register the other job right after the purge request (while the client stops the purged allocations) instead of after they all ended")
 	sigterm := flag.Int("sigterm-pid", 0, "when set: once the other job is placed, send SIGTERM to this pid (the agent) and time its exit instead")
 	flag.Parse()
 	if *count < 1 || *count > 10000 {
@@ -94,6 +95,16 @@ func main() {
 	purged := time.Now()
 	if _, err := ac.DeregisterJob(ctx, big, true); err != nil {
 		fail(err)
+	}
+	if *during {
+		registered := time.Now()
+		if _, err := ac.RegisterJob(ctx, job(otherNS, other+"-during", 1)); err != nil {
+			fail(err)
+		}
+		waitUntil(*timeout, 20*time.Millisecond, "the other job's allocation running", func() bool {
+			return countStatus(ac, otherNS, other+"-during", api.AllocClientStatusRunning) == 1
+		})
+		fmt.Printf("another job (namespace %s) registered right after the purge: running after %v\n", otherNS, time.Since(registered).Round(time.Millisecond))
 	}
 	waitUntil(*timeout, time.Second, "every purged allocation complete", func() bool {
 		return countStatus(ac, "default", big, api.AllocClientStatusComplete) == *count
