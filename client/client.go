@@ -117,8 +117,8 @@ type Client struct {
 	// allocation's start does not wait behind a purge's thousands of ends.
 	pending     map[string]*api.AllocClientUpdate
 	pendingLive map[string]bool
-	flushTimer *time.Timer
-	flushing   bool
+	flushTimer  *time.Timer
+	flushing    bool
 	// registered is closed once the first registration succeeded.
 	registered chan struct{}
 	// procs tracks the goroutines that wait for task processes.

@@ -101,10 +101,15 @@ func main() {
 		if _, err := ac.RegisterJob(ctx, job(otherNS, other+"-during", 1)); err != nil {
 			fail(err)
 		}
-		waitUntil(*timeout, 20*time.Millisecond, "the other job's allocation running", func() bool {
+		waitUntil(*timeout, 5*time.Millisecond, "the other job's allocation placed", func() bool {
+			return countStatus(ac, otherNS, other+"-during", "") == 1
+		})
+		placed := time.Since(registered)
+		waitUntil(*timeout, 5*time.Millisecond, "the other job's allocation running", func() bool {
 			return countStatus(ac, otherNS, other+"-during", api.AllocClientStatusRunning) == 1
 		})
-		fmt.Printf("another job (namespace %s) registered right after the purge: running after %v\n", otherNS, time.Since(registered).Round(time.Millisecond))
+		fmt.Printf("another job (namespace %s) registered right after the purge: placed after %v, running after %v\n", otherNS,
+			placed.Round(time.Millisecond), time.Since(registered).Round(time.Millisecond))
 	}
 	waitUntil(*timeout, time.Second, "every purged allocation complete", func() bool {
 		return countStatus(ac, "default", big, api.AllocClientStatusComplete) == *count
