@@ -49,6 +49,9 @@ func loadState(dataDir string) (*savedState, error) {
 	return s, err
 }
 
+// persistRetry is the wait before a failed write is tried again.
+const persistRetry = time.Second
+
 // persistBatch bounds the allocations one round snapshots (under c.mu)
 // and writes (in one transaction, without c.mu).
 const persistBatch = 1024
@@ -144,7 +147,7 @@ func (c *Client) persist(ctx context.Context) {
 		if err := db.write(puts, gone); err != nil {
 			c.logger.Error("failed to save the client state", "error", err)
 			// Queued again, unless a newer change is queued meanwhile; the
-			// next change (or flush) tries again.
+			// next change, flush or this retry tries again.
 			c.mu.Lock()
 			for id, ar := range batch {
 				if _, newer := c.dirty[id]; !newer {
@@ -152,6 +155,7 @@ func (c *Client) persist(ctx context.Context) {
 				}
 			}
 			c.mu.Unlock()
+			time.AfterFunc(persistRetry, c.kickPersister)
 			return
 		}
 	}
