@@ -215,6 +215,21 @@ func TestClientLargePurgeKeepsNodeUp(t *testing.T) {
 	}
 }
 
+// runnerIDsUnblocked is c.RunnerIDs (it takes the client's lock), failing
+// the test when the lock stays taken for a minute rather than hanging.
+func runnerIDsUnblocked(t *testing.T, c *client.Client) []string {
+	t.Helper()
+	ch := make(chan []string, 1)
+	go func() { ch <- c.RunnerIDs() }()
+	select {
+	case ids := <-ch:
+		return ids
+	case <-time.After(time.Minute):
+		t.Fatal("the client's lock stayed taken while its state writes waited")
+		return nil
+	}
+}
+
 // Issue 31: the client's lock is not held across disk writes. With every
 // state write held up (a stalled disk), the client still takes in a new
 // allocation (its runner appears: reconcile took the lock) and answers its
@@ -240,7 +255,7 @@ func TestClientStateWriteBlocksNoLock(t *testing.T) {
 	want := append(slices.Clone(first), second...)
 	slices.Sort(want)
 	waitUntil(t, "the client taking the second allocation in while its writes wait", func() (bool, string) {
-		ids := e.client.RunnerIDs()
+		ids := runnerIDsUnblocked(t, e.client)
 		return slices.Equal(ids, want), fmt.Sprint(ids)
 	})
 	// A third placement too: reconcile keeps going while the writer waits.
@@ -248,7 +263,7 @@ func TestClientStateWriteBlocksNoLock(t *testing.T) {
 	want = append(want, third...)
 	slices.Sort(want)
 	waitUntil(t, "the client taking the third allocation in", func() (bool, string) {
-		ids := e.client.RunnerIDs()
+		ids := runnerIDsUnblocked(t, e.client)
 		return slices.Equal(ids, want), fmt.Sprint(ids)
 	})
 	// What the servers hear is saved first: no report yet.
