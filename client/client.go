@@ -495,7 +495,11 @@ func (c *Client) flush() {
 	ctx := c.ctx
 	c.mu.Unlock()
 	// What the servers are told is saved first.
-	c.persist(ctx)
+	ids := make([]string, len(batch))
+	for i, u := range batch {
+		ids[i] = u.ID
+	}
+	c.persistRecords(ctx, ids)
 
 	srv := c.server()
 	_, err := c.asNode(srv).UpdateAllocations(ctx, c.nodeID, batch)

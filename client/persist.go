@@ -118,7 +118,12 @@ func (c *Client) persistLoop(ctx context.Context, done chan<- struct{}) {
 // the disk write; persistMu keeps rounds in order (an older snapshot never
 // overwrites a newer one). It stops early when ctx ends (the shutdown
 // writes the rest).
-func (c *Client) persist(ctx context.Context) {
+func (c *Client) persist(ctx context.Context) { c.persistRecords(ctx, nil) }
+
+// persistRecords writes the queued records of ids (nil: all of them): a
+// batch of reports waits for its own allocations' records only, not for
+// the thousands a purge queued.
+func (c *Client) persistRecords(ctx context.Context, ids []string) {
 	c.persistMu.Lock()
 	defer c.persistMu.Unlock()
 	for ctx.Err() == nil {
@@ -131,10 +136,7 @@ func (c *Client) persist(ctx context.Context) {
 		batch := make(map[string]*allocRunner, min(len(c.dirty), persistBatch))
 		var puts []*savedAlloc
 		var gone []string
-		for id, ar := range c.dirty {
-			if len(batch) == persistBatch {
-				break
-			}
+		take := func(id string, ar *allocRunner) {
 			batch[id] = ar
 			delete(c.dirty, id)
 			if ar == nil {
@@ -143,7 +145,23 @@ func (c *Client) persist(ctx context.Context) {
 				puts = append(puts, ar.savedLocked())
 			}
 		}
+		for _, id := range ids {
+			if ar, ok := c.dirty[id]; ok && len(batch) < persistBatch {
+				take(id, ar)
+			}
+		}
+		if ids == nil {
+			for id, ar := range c.dirty {
+				if len(batch) == persistBatch {
+					break
+				}
+				take(id, ar)
+			}
+		}
 		c.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
 		if err := db.write(puts, gone); err != nil {
 			c.logger.Error("failed to save the client state", "error", err)
 			// Queued again, unless a newer change is queued meanwhile; the
