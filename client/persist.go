@@ -115,68 +115,75 @@ func (c *Client) persistLoop(ctx context.Context, done chan<- struct{}) {
 
 // persist writes every queued record, persistBatch per transaction. The
 // client's lock is held only to take each round's snapshots, never across
-// the disk write; persistMu keeps rounds in order (an older snapshot never
-// overwrites a newer one). It stops early when ctx ends (the shutdown
-// writes the rest).
+// the disk write; persistMu, held over one round (snapshots and write),
+// keeps rounds in order (an older snapshot never overwrites a newer one)
+// and lets a flush's round in between two of a purge's. It stops early
+// when ctx ends (the shutdown writes the rest).
 func (c *Client) persist(ctx context.Context) { c.persistRecords(ctx, nil) }
 
 // persistRecords writes the queued records of ids (nil: all of them): a
 // batch of reports waits for its own allocations' records only, not for
 // the thousands a purge queued.
 func (c *Client) persistRecords(ctx context.Context, ids []string) {
+	for ctx.Err() == nil && c.persistRound(ids) {
+	}
+}
+
+// persistRound writes one transaction of queued records of ids (nil: any);
+// it says whether there may be more to write.
+func (c *Client) persistRound(ids []string) bool {
 	c.persistMu.Lock()
 	defer c.persistMu.Unlock()
-	for ctx.Err() == nil {
+	c.mu.Lock()
+	db := c.db
+	if db == nil || len(c.dirty) == 0 {
+		c.mu.Unlock()
+		return false
+	}
+	batch := make(map[string]*allocRunner, min(len(c.dirty), persistBatch))
+	var puts []*savedAlloc
+	var gone []string
+	take := func(id string, ar *allocRunner) {
+		batch[id] = ar
+		delete(c.dirty, id)
+		if ar == nil {
+			gone = append(gone, id)
+		} else {
+			puts = append(puts, ar.savedLocked())
+		}
+	}
+	for _, id := range ids {
+		if ar, ok := c.dirty[id]; ok && len(batch) < persistBatch {
+			take(id, ar)
+		}
+	}
+	if ids == nil {
+		for id, ar := range c.dirty {
+			if len(batch) == persistBatch {
+				break
+			}
+			take(id, ar)
+		}
+	}
+	c.mu.Unlock()
+	if len(batch) == 0 {
+		return false
+	}
+	if err := db.write(puts, gone); err != nil {
+		c.logger.Error("failed to save the client state", "error", err)
+		// Queued again, unless a newer change is queued meanwhile; the
+		// next change, flush or this retry tries again.
 		c.mu.Lock()
-		db := c.db
-		if db == nil || len(c.dirty) == 0 {
-			c.mu.Unlock()
-			return
-		}
-		batch := make(map[string]*allocRunner, min(len(c.dirty), persistBatch))
-		var puts []*savedAlloc
-		var gone []string
-		take := func(id string, ar *allocRunner) {
-			batch[id] = ar
-			delete(c.dirty, id)
-			if ar == nil {
-				gone = append(gone, id)
-			} else {
-				puts = append(puts, ar.savedLocked())
-			}
-		}
-		for _, id := range ids {
-			if ar, ok := c.dirty[id]; ok && len(batch) < persistBatch {
-				take(id, ar)
-			}
-		}
-		if ids == nil {
-			for id, ar := range c.dirty {
-				if len(batch) == persistBatch {
-					break
-				}
-				take(id, ar)
+		for id, ar := range batch {
+			if _, newer := c.dirty[id]; !newer {
+				c.dirty[id] = ar
 			}
 		}
 		c.mu.Unlock()
-		if len(batch) == 0 {
-			return
-		}
-		if err := db.write(puts, gone); err != nil {
-			c.logger.Error("failed to save the client state", "error", err)
-			// Queued again, unless a newer change is queued meanwhile; the
-			// next change, flush or this retry tries again.
-			c.mu.Lock()
-			for id, ar := range batch {
-				if _, newer := c.dirty[id]; !newer {
-					c.dirty[id] = ar
-				}
-			}
-			c.mu.Unlock()
-			time.AfterFunc(persistRetry, c.kickPersister)
-			return
-		}
+		time.AfterFunc(persistRetry, c.kickPersister)
+		return false
 	}
+	return true
 }
 
 // closeState writes what is still queued and closes the state DB (client
