@@ -106,6 +106,7 @@ func (ar *allocRunner) restartPolicy() api.RestartPolicy {
 func (ar *allocRunner) update(a *api.Allocation, tg *api.TaskGroup) {
 	joined := a.DeploymentID != ar.alloc.DeploymentID
 	ar.alloc = a
+	ar.c.markDirtyLocked(ar)
 	newChecks := false
 	if tg != nil {
 		if !reflect.DeepEqual(servicesOf(ar.group), servicesOf(tg)) {
@@ -236,6 +237,7 @@ func (ar *allocRunner) changed() {
 	}
 	ar.checkHealth(failed, allRunning)
 	ar.c.queueUpdate(ar.report())
+	ar.c.markDirtyLocked(ar)
 	if ar.unlisted && ar.finished() {
 		ar.c.forgetLocked(ar)
 	}

@@ -122,10 +122,13 @@ type Client struct {
 	listed map[string]bool
 	// fullReads counts the reads that answered the whole list.
 	fullReads int
-	// pending status reports by allocation, sent by flush.
-	pending    map[string]*api.AllocClientUpdate
-	flushTimer *time.Timer
-	flushing   bool
+	// pending status reports by allocation, sent by flush; pendingLive
+	// are those of allocations starting or running, sent first: a new
+	// allocation's start does not wait behind a purge's thousands of ends.
+	pending     map[string]*api.AllocClientUpdate
+	pendingLive map[string]bool
+	flushTimer  *time.Timer
+	flushing    bool
 	// registered is closed once the first registration succeeded.
 	registered chan struct{}
 	// procs tracks the goroutines that wait for task processes.
@@ -135,10 +138,13 @@ type Client struct {
 	// gcDirs are allocations with a directory and no runner (finished,
 	// no longer listed): removed once the servers no longer know them.
 	gcDirs map[string]bool
-	// State saves: saveSeq numbers snapshots; savedSeq is the last written.
-	saveSeq  uint64
-	saveMu   sync.Mutex
-	savedSeq uint64
+	// The state DB (persist.go, statedb.go), open while Run runs; dirty
+	// are the allocations whose records are to be written (nil: deleted),
+	// persistKick wakes the writer, persistMu orders its rounds.
+	db          *stateDB
+	dirty       map[string]*allocRunner
+	persistKick chan struct{}
+	persistMu   sync.Mutex
 }
 
 var (
@@ -229,8 +235,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		cfg: cfg, logger: cfg.Logger.Named("client").With("node", cfg.NodeName), clock: clock, nodeID: cfg.NodeID, secret: secret,
-		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{},
+		runners: map[string]*allocRunner{}, pending: map[string]*api.AllocClientUpdate{}, pendingLive: map[string]bool{},
 		registered: make(chan struct{}), ctx: context.Background(), saved: saved, gcDirs: map[string]bool{},
+		dirty: map[string]*allocRunner{}, persistKick: make(chan struct{}, 1),
 	}
 	for _, addr := range cfg.Servers {
 		// msgpack on the busiest calls (reports, allocation changes), as Nomad's clients.
@@ -252,16 +259,28 @@ func (c *Client) Registered() <-chan struct{} { return c.registered }
 // Run registers the node and runs it until ctx ends. Task timers stop
 // with it (simulated tasks end with their client).
 func (c *Client) Run(ctx context.Context) error {
+	var persisted chan struct{}
+	if c.cfg.DataDir != "" {
+		db, err := openStateDB(c.cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("client: %w", err)
+		}
+		if err := db.putNodeID(c.nodeID); err != nil {
+			db.close()
+			return fmt.Errorf("client: saving the node ID: %w", err)
+		}
+		c.db = db
+		persisted = make(chan struct{})
+		go c.persistLoop(ctx, persisted)
+	}
 	c.mu.Lock()
 	c.ctx = ctx
 	if c.saved != nil {
 		c.restoreLocked(c.saved)
 		c.saved = nil
 	}
-	save := c.persistLocked()
 	c.mu.Unlock()
-	save()
-	defer c.shutdown()
+	defer c.shutdown(persisted)
 	if c.cfg.HTTPAddr != "" {
 		stop, err := c.serveHTTP()
 		if err != nil {
@@ -313,9 +332,10 @@ func (c *Client) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *Client) shutdown() {
+// shutdown stops the runners and, once the writer (persistLoop: persisted
+// closes when it ends) is done, saves what is left and closes the state DB.
+func (c *Client) shutdown(persisted <-chan struct{}) {
 	c.mu.Lock()
-	save := c.persistLocked()
 	c.closed = true
 	if c.hbTimer != nil {
 		c.hbTimer.Stop()
@@ -327,12 +347,15 @@ func (c *Client) shutdown() {
 		ar.destroy()
 	}
 	c.mu.Unlock()
+	if persisted != nil {
+		<-persisted
+		// What is still queued is saved: unless killed, the tasks keep
+		// running and a restarted client re-attaches to them.
+		c.closeState()
+	}
 	if c.cfg.KillTasksOnShutdown {
 		c.procs.Wait()
-		return
 	}
-	// The tasks keep running: a restarted client re-attaches to them.
-	save()
 }
 
 // reconcile starts, updates, stops and drops runners after a read of the
@@ -351,7 +374,10 @@ func (c *Client) reconcile(changes *api.ClientAllocChanges) bool {
 	if changes.Full || c.listed == nil {
 		c.listed = make(map[string]bool, len(changes.Allocs))
 	}
-	for _, ca := range changes.Allocs {
+	for i, ca := range changes.Allocs {
+		if c.stopping(i) {
+			return true
+		}
 		a := ca.Allocation
 		if a == nil {
 			continue
@@ -397,7 +423,10 @@ func (c *Client) reconcile(changes *api.ClientAllocChanges) bool {
 			}
 		}
 	}
-	for _, id := range changes.Removed {
+	for i, id := range changes.Removed {
+		if c.stopping(i) {
+			return true
+		}
 		delete(c.listed, id)
 		if ar := c.runners[id]; ar != nil {
 			unlist(ar)
@@ -406,13 +435,19 @@ func (c *Client) reconcile(changes *api.ClientAllocChanges) bool {
 	return len(c.listed) == changes.Count
 }
 
+// stopping says, every 256th step of a long loop under c.mu, whether the
+// client is shutting down: a read of thousands of changes gives way to it.
+func (c *Client) stopping(step int) bool {
+	return step%256 == 255 && c.ctx.Err() != nil
+}
+
 // queueUpdate adds a report to the next batch (a newer report of the same
 // allocation replaces an older one). Called with c.mu held.
 func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 	if c.closed {
 		return
 	}
-	c.pending[u.ID] = u
+	c.pendLocked(u)
 	if c.flushing {
 		return
 	}
@@ -428,6 +463,16 @@ func (c *Client) queueUpdate(u *api.AllocClientUpdate) {
 	}
 }
 
+// pendLocked keeps a report for the next batch. Called with c.mu held.
+func (c *Client) pendLocked(u *api.AllocClientUpdate) {
+	c.pending[u.ID] = u
+	if u.ClientStatus == api.AllocClientStatusPending || u.ClientStatus == api.AllocClientStatusRunning {
+		c.pendingLive[u.ID] = true
+	} else {
+		delete(c.pendingLive, u.ID)
+	}
+}
+
 // flush sends the pending reports in one request (at most
 // api's per-request cap); on failure they are kept for the next try,
 // unless a newer report replaced them meanwhile.
@@ -438,19 +483,33 @@ func (c *Client) flush() {
 		c.mu.Unlock()
 		return
 	}
-	batch := make([]*api.AllocClientUpdate, 0, len(c.pending))
-	for id, u := range c.pending {
+	batch := make([]*api.AllocClientUpdate, 0, min(len(c.pending), maxUpdatesPerRequest))
+	take := func(id string) {
+		batch = append(batch, c.pending[id])
+		delete(c.pending, id)
+		delete(c.pendingLive, id)
+	}
+	for id := range c.pendingLive {
 		if len(batch) == maxUpdatesPerRequest {
 			break
 		}
-		batch = append(batch, u)
-		delete(c.pending, id)
+		take(id)
+	}
+	for id := range c.pending {
+		if len(batch) == maxUpdatesPerRequest {
+			break
+		}
+		take(id)
 	}
 	c.flushing = true
 	ctx := c.ctx
-	save := c.persistLocked()
 	c.mu.Unlock()
-	save()
+	// What the servers are told is saved first.
+	ids := make([]string, len(batch))
+	for i, u := range batch {
+		ids[i] = u.ID
+	}
+	c.persistRecords(ctx, ids)
 
 	srv := c.server()
 	_, err := c.asNode(srv).UpdateAllocations(ctx, c.nodeID, batch)
@@ -472,7 +531,7 @@ func (c *Client) flush() {
 	} else if err != nil {
 		for _, u := range batch {
 			if _, newer := c.pending[u.ID]; !newer {
-				c.pending[u.ID] = u
+				c.pendLocked(u)
 			}
 		}
 	}

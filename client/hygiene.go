@@ -59,7 +59,7 @@ func (c *Client) forgetLocked(ar *allocRunner) {
 	delete(c.runners, ar.alloc.ID)
 	if c.cfg.DataDir != "" {
 		c.gcDirs[ar.alloc.ID] = true
-		go c.persistLocked()() // the saved state forgets it too
+		c.markGoneLocked(ar.alloc.ID) // the saved state forgets it too
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestRawExecFileModes(t *testing.T) {
 			t.Errorf("%s: mode %#o, want 0600", f, m)
 		}
 	}
-	if m := mode(t, filepath.Join(e.dataDir, "client", "state.json")); m != 0o600 {
+	if m := mode(t, filepath.Join(e.dataDir, "client", "state.db")); m != 0o600 {
 		t.Errorf("state file: mode %#o, want 0600", m)
 	}
 }
@@ -181,8 +182,8 @@ func TestClientGCRemovesCollectedAllocDir(t *testing.T) {
 	// Forgotten: the saved state no longer has it.
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		buf, err := os.ReadFile(filepath.Join(e.dataDir, "client", "state.json"))
-		if err == nil && !strings.Contains(string(buf), goneID) && strings.Contains(string(buf), keepID) {
+		ids, err := e.client.SavedAllocIDs()
+		if err == nil && !slices.Contains(ids, goneID) && slices.Contains(ids, keepID) {
 			break
 		}
 		if time.Now().After(deadline) {

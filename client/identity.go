@@ -10,7 +10,7 @@ import (
 	"github.com/ctlplane/ctlplane/api"
 )
 
-// The node's identity: its ID (state.json) and the secret the servers
+// The node's identity: its ID (state.db) and the secret the servers
 // minted at its first registration, kept in DATA_DIR/client/node-secret
 // (0600) and presented on every client-protocol call (api.NodeSecretHeader).
 // A restarted client keeps both; a client without a data directory (a

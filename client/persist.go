@@ -1,20 +1,18 @@
 package client
 
 import (
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
 )
 
-// The client's state in DATA_DIR/client/state.json: the node ID and, per
-// allocation, what a restarted client needs to carry on: the allocation,
-// its group, health, and per task its state, restart counters and pid.
+// What the client saves (statedb.go): the node ID and, per allocation,
+// what a restarted client needs to carry on: the allocation, its group,
+// health, and per task its state, restart counters and pid. savedState is
+// also the old state.json's layout, read once to migrate it.
 
 type savedState struct {
 	NodeID string
@@ -37,85 +35,173 @@ type savedTask struct {
 	WindowStart time.Time
 }
 
-func (c *Client) statePath() string { return filepath.Join(c.cfg.DataDir, "client", "state.json") }
-
-// loadState reads the saved state (nil when there is none).
+// loadState opens the state DB once (moving an old state file into it),
+// reads it and closes it again: Run opens it for good.
 func loadState(dataDir string) (*savedState, error) {
-	path := filepath.Join(dataDir, "client", "state.json")
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	db, err := openStateDB(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	// Its pids are signalled and its tasks started again: only our own.
-	if err := checkOwned("client state", path, fi, false); err != nil {
-		return nil, err
+	s, err := db.load()
+	if cerr := db.close(); err == nil && cerr != nil {
+		err = fmt.Errorf("closing the client state: %w", cerr)
 	}
-	buf, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var s savedState
-	if err := json.Unmarshal(buf, &s); err != nil {
-		return nil, fmt.Errorf("client state %s is corrupt: %w", filepath.Join(dataDir, "client", "state.json"), err)
-	}
-	return &s, nil
+	return s, err
 }
 
-// snapshotLocked encodes the client's state. Called with c.mu held.
-func (c *Client) snapshotLocked() []byte {
-	s := savedState{NodeID: c.nodeID}
-	for _, ar := range c.runners {
-		sa := &savedAlloc{Alloc: ar.alloc, Group: ar.group, Health: ar.healthReported}
-		for _, tr := range ar.tasks {
-			st := &savedTask{Name: tr.task.Name, State: tr.snapshot(), Count: tr.count, WindowStart: tr.windowStart}
-			if tr.proc != nil {
-				st.Pid, st.StartTick = tr.proc.pid, tr.proc.startTick
-			}
-			sa.Tasks = append(sa.Tasks, st)
+// persistRetry is the wait before a failed write is tried again.
+const persistRetry = time.Second
+
+// persistBatch bounds the allocations one round snapshots (under c.mu)
+// and writes (in one transaction, without c.mu).
+const persistBatch = 1024
+
+// savedLocked is the allocation's record. Called with c.mu held; the
+// allocation, group and health are replaced, never changed, and the task
+// states are copies, so it is encoded after the lock is released.
+func (ar *allocRunner) savedLocked() *savedAlloc {
+	sa := &savedAlloc{Alloc: ar.alloc, Group: ar.group, Health: ar.healthReported}
+	for _, tr := range ar.tasks {
+		st := &savedTask{Name: tr.task.Name, State: tr.snapshot(), Count: tr.count, WindowStart: tr.windowStart}
+		if tr.proc != nil {
+			st.Pid, st.StartTick = tr.proc.pid, tr.proc.startTick
 		}
-		s.Allocs = append(s.Allocs, sa)
+		sa.Tasks = append(sa.Tasks, st)
 	}
-	buf, _ := json.Marshal(&s)
-	return buf
+	return sa
 }
 
-// saveState writes the state (from snapshotLocked) atomically; of
-// concurrent saves, an older snapshot never replaces a newer one.
-func (c *Client) saveState(buf []byte, seq uint64) {
-	c.saveMu.Lock()
-	defer c.saveMu.Unlock()
-	if seq <= c.savedSeq {
+// markDirtyLocked queues the allocation's record to be written. Called
+// with c.mu held.
+func (c *Client) markDirtyLocked(ar *allocRunner) {
+	if c.cfg.DataDir == "" || c.runners[ar.alloc.ID] != ar {
 		return
 	}
-	path := c.statePath()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		c.logger.Error("failed to save the client state", "error", err)
-		return
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf, 0o600); err != nil {
-		c.logger.Error("failed to save the client state", "error", err)
-		return
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		c.logger.Error("failed to save the client state", "error", err)
-		return
-	}
-	c.savedSeq = seq
+	c.dirty[ar.alloc.ID] = ar
+	c.kickPersister()
 }
 
-// persistLocked takes a snapshot to save (nil when the client keeps no
-// state). Called with c.mu held; the caller saves it after unlocking.
-func (c *Client) persistLocked() func() {
+// markGoneLocked queues the deletion of an allocation's record. Called
+// with c.mu held.
+func (c *Client) markGoneLocked(allocID string) {
 	if c.cfg.DataDir == "" {
-		return func() {}
+		return
 	}
-	c.saveSeq++
-	buf, seq := c.snapshotLocked(), c.saveSeq
-	return func() { c.saveState(buf, seq) }
+	c.dirty[allocID] = nil
+	c.kickPersister()
+}
+
+func (c *Client) kickPersister() {
+	select {
+	case c.persistKick <- struct{}{}:
+	default: // a round is already due: it takes this change too
+	}
+}
+
+// persistLoop writes the queued records until ctx ends: one kick writes
+// whatever queued up meanwhile, so a burst of changes (a purge) costs a
+// few transactions.
+func (c *Client) persistLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.persistKick:
+			c.persist(ctx)
+		}
+	}
+}
+
+// persist writes every queued record, persistBatch per transaction. The
+// client's lock is held only to take each round's snapshots, never across
+// the disk write; persistMu, held over one round (snapshots and write),
+// keeps rounds in order (an older snapshot never overwrites a newer one)
+// and lets a flush's round in between two of a purge's. It stops early
+// when ctx ends (the shutdown writes the rest).
+func (c *Client) persist(ctx context.Context) { c.persistRecords(ctx, nil) }
+
+// persistRecords writes the queued records of ids (nil: all of them): a
+// batch of reports waits for its own allocations' records only, not for
+// the thousands a purge queued.
+func (c *Client) persistRecords(ctx context.Context, ids []string) {
+	for ctx.Err() == nil && c.persistRound(ids) {
+	}
+}
+
+// persistRound writes one transaction of queued records of ids (nil: any);
+// it says whether there may be more to write.
+func (c *Client) persistRound(ids []string) bool {
+	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
+	c.mu.Lock()
+	db := c.db
+	if db == nil || len(c.dirty) == 0 {
+		c.mu.Unlock()
+		return false
+	}
+	batch := make(map[string]*allocRunner, min(len(c.dirty), persistBatch))
+	var puts []*savedAlloc
+	var gone []string
+	take := func(id string, ar *allocRunner) {
+		batch[id] = ar
+		delete(c.dirty, id)
+		if ar == nil {
+			gone = append(gone, id)
+		} else {
+			puts = append(puts, ar.savedLocked())
+		}
+	}
+	for _, id := range ids {
+		if ar, ok := c.dirty[id]; ok && len(batch) < persistBatch {
+			take(id, ar)
+		}
+	}
+	if ids == nil {
+		for id, ar := range c.dirty {
+			if len(batch) == persistBatch {
+				break
+			}
+			take(id, ar)
+		}
+	}
+	c.mu.Unlock()
+	if len(batch) == 0 {
+		return false
+	}
+	if err := db.write(puts, gone); err != nil {
+		c.logger.Error("failed to save the client state", "error", err)
+		// Queued again, unless a newer change is queued meanwhile; the
+		// next change, flush or this retry tries again.
+		c.mu.Lock()
+		for id, ar := range batch {
+			if _, newer := c.dirty[id]; !newer {
+				c.dirty[id] = ar
+			}
+		}
+		c.mu.Unlock()
+		time.AfterFunc(persistRetry, c.kickPersister)
+		return false
+	}
+	return true
+}
+
+// closeState writes what is still queued and closes the state DB (client
+// shutdown, after persistLoop ended).
+func (c *Client) closeState() {
+	c.persist(context.Background())
+	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
+	c.mu.Lock()
+	db := c.db
+	c.db = nil
+	c.mu.Unlock()
+	if db == nil {
+		return
+	}
+	if err := db.close(); err != nil {
+		c.logger.Error("failed to close the client state", "error", err)
+	}
 }
 
 // restoreLocked rebuilds the runners of a previous run: tasks whose

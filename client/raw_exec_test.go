@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -274,8 +275,19 @@ func TestRawExecRestartPolicy(t *testing.T) {
 }
 
 // A restarted client re-attaches to the processes it started; one that
-// died while the client was down makes its allocation lost.
+// died while the client was down makes its allocation lost. So does a
+// client upgraded from an agent that kept its state in state.json: it
+// moves that file into its state DB.
 func TestRawExecClientRestartReattaches(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		legacy bool
+	}{{"state DB", false}, {"state.json of an older agent", true}} {
+		t.Run(tc.name, func(t *testing.T) { testRestartReattaches(t, tc.legacy) })
+	}
+}
+
+func testRestartReattaches(t *testing.T, legacy bool) {
 	e := newRawEnv(t)
 	dir := t.TempDir()
 	task := func(name string) *state.Task {
@@ -298,7 +310,18 @@ func TestRawExecClientRestartReattaches(t *testing.T) {
 		_ = p.Kill()
 	}
 	waitDead(t, die)
+	if legacy {
+		if err := client.WriteLegacyState(e.dataDir); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.start(t)
+	if _, err := os.Stat(filepath.Join(e.dataDir, "client", "state.json")); !os.IsNotExist(err) {
+		t.Errorf("the old state file is still there: %v", err)
+	}
+	if saved, err := e.client.SavedAllocIDs(); err != nil || !slices.Contains(saved, keepID) {
+		t.Errorf("saved records %v (%v), want %s among them", saved, err, keepID)
+	}
 
 	a := e.waitAlloc(t, dieID, "lost", func(a *api.Allocation) bool { return a.ClientStatus == api.AllocClientStatusLost })
 	if ts := mainTask(a); ts.State != api.TaskStateDead || !ts.Failed {
