@@ -38,11 +38,12 @@ func (r *reconciler) classify(tg *state.TaskGroup, allocs []*state.Allocation) (
 		if a.JobVersion == r.job.Version {
 			gs.hadRunning = true
 		}
-		if r.addToSet(gs, a, r.setOf(gs, a, c, allocs)) {
+		if r.applySet(gs, a, r.setOf(gs, a, c, allocs)) {
 			live = append(live, a)
 		}
 	}
 	live = r.stopReplacedByPromoted(gs, live, c)
+	// Canaries count toward Count once no promotion is awaited.
 	counted := live
 	if !c.awaiting {
 		counted = append(counted, gs.canaries...)
@@ -94,9 +95,9 @@ func (r *reconciler) setOf(gs *groupState, a *state.Allocation, c canaryView, gr
 	return r.statusSet(a, dead, c)
 }
 
-// addToSet does what an allocation's set asks of this plan and says
+// applySet does what an allocation's set asks of this plan and says
 // whether it is live (counting toward Count, unless scaled down).
-func (r *reconciler) addToSet(gs *groupState, a *state.Allocation, set allocSet) (live bool) {
+func (r *reconciler) applySet(gs *groupState, a *state.Allocation, set allocSet) (live bool) {
 	switch set {
 	case setLive:
 		return true
