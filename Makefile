@@ -17,7 +17,6 @@ dev:
 test: deps
 	$(GO) test -race -count=1 -timeout 18m ./...
 	cd third_party/go-immutable-radix && $(GO) test -race -count=1 .
-	cd third_party/raft && $(GO) test -race -count=1 -run 'TestLeader(ReplicatesWhileWriting|WriteFailureLosesLeadership)$$' .
 	# checkptr off: upstream's migration test opens a v1 store on the old boltdb/bolt, which -race's checkptr rejects.
 	cd third_party/raft-boltdb && $(GO) test -race -gcflags=all=-d=checkptr=0 -count=1 .
 
