@@ -72,6 +72,9 @@ type Config struct {
 	// RaftLogStore is the persistent Raft log store: LogStoreBoltDB (the
 	// default) or LogStoreWAL.
 	RaftLogStore string
+	// RaftWALSegmentSize is the size of the wal log store's segment files
+	// (bytes; 0: raft-wal's 64 MiB).
+	RaftWALSegmentSize int
 	// RaftBolt tunes the boltdb log store.
 	RaftBolt BoltOptions
 

@@ -33,6 +33,7 @@ type diskFaults struct {
 	onFail        func() // run as the one-time fault returns its error
 	frozen        bool
 	failed        atomic.Int64 // writes failed (for the report)
+	snapshots     atomic.Int64 // snapshots written
 	droppedStable atomic.Int64 // stable-store writes dropped after the freeze
 }
 
@@ -208,7 +209,11 @@ func (s *faultySink) Close() error {
 		s.SnapshotSink.Cancel()
 		return err
 	}
-	return s.SnapshotSink.Close()
+	if err := s.SnapshotSink.Close(); err != nil {
+		return err
+	}
+	s.d.snapshots.Add(1)
+	return nil
 }
 
 // invariants checks what every server's FSM does: on each server (each
@@ -255,8 +260,9 @@ func (inv *invariants) observer(name string) *fsmObserver {
 var crcTable = crc64.MakeTable(crc64.ECMA)
 
 type fsmObserver struct {
-	inv  *invariants
-	name string
+	inv      *invariants
+	name     string
+	restores atomic.Int64 // snapshots this incarnation restored
 	// Only the FSM goroutine of one server touches these.
 	lastApplied, lastState uint64
 }
@@ -285,6 +291,7 @@ func (o *fsmObserver) Applied(logs []*raft.Log, st *state.Store) {
 
 func (o *fsmObserver) Restored(st *state.Store) {
 	o.inv.restores.Add(1)
+	o.restores.Add(1)
 	o.checkState("restoring a snapshot", st)
 }
 

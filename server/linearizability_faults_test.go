@@ -41,6 +41,10 @@ const (
 	faultSnapshotThreshold = 200
 	faultTrailingLogs      = 16
 	faultSnapshotInterval  = 50 * time.Millisecond
+	// Small raft-wal segments (a hundred entries): compaction deletes
+	// whole segments only, and raft-wal still serves compacted entries of
+	// its open segment.
+	faultWALSegmentSize = 16 << 10
 )
 
 // faultNode is one server slot: its addresses and proxy stay, its process
@@ -53,6 +57,7 @@ type faultNode struct {
 	join           []string
 	dir            string
 	disk           *diskFaults
+	obs            *fsmObserver
 	ts             *servertest.TestServer // nil while down
 	id             string                 // Raft ID of the latest incarnation
 	starts         int
@@ -107,11 +112,12 @@ func (c *faultCluster) start(n *faultNode) {
 			cfg.SnapshotThreshold = faultSnapshotThreshold
 			cfg.SnapshotInterval = faultSnapshotInterval
 			cfg.TrailingLogs = faultTrailingLogs
+			cfg.RaftWALSegmentSize = faultWALSegmentSize
 			cfg.WrapRaftStores = disk.wrap
 			cfg.FSMObserver = obs
 		})
 	c.mu.Lock()
-	n.disk, n.ts, n.id = disk, ts, ts.NodeID()
+	n.disk, n.obs, n.ts, n.id = disk, obs, ts, ts.NodeID()
 	c.mu.Unlock()
 }
 
