@@ -30,7 +30,10 @@ bench: deps
 	scripts/bench.sh
 
 # The linearizability check over many histories (CHAOS_HISTORIES, default
-# 100): prints the anomalies found in consistent mode and in default mode.
+# 100): prints the anomalies found in consistent mode and in default mode
+# under partitions, and under disk faults, crashes and membership changes
+# (TestLinearizabilityUnderFaults) the histories that were not linearizable
+# or broke an FSM invariant.
 CHAOS_HISTORIES ?= 100
 chaos:
 	CHAOS_HISTORIES=$(CHAOS_HISTORIES) $(GO) test -count=1 -timeout 120m -run 'TestLinearizability' -v ./server/ | grep --line-buffered -E '^(chaos:|--- FAIL|    --- FAIL|ok|FAIL)'

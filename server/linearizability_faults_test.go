@@ -212,14 +212,12 @@ func (c *faultCluster) crash(n *faultNode, down time.Duration) {
 	c.heal()
 }
 
-// toggleMember removes the fourth server when it is in the cluster, and
-// else adds it back as a new server on the same addresses.
-func (c *faultCluster) toggleMember(rng *rand.Rand) {
+// removeAndReAdd removes the fourth server from the cluster and stops it,
+// then adds it back as a new server on the same addresses (it joins, is
+// caught up by a snapshot, and promoted).
+func (c *faultCluster) removeAndReAdd(rng *rand.Rand, away time.Duration) {
 	n := c.nodes[3]
 	if n.ts == nil {
-		n.dir = c.t.TempDir() // a new server: it joins, is caught up by a snapshot, promoted
-		c.start(n)
-		c.did("re-add " + n.name)
 		return
 	}
 	via := c.follower(rng, n, true)
@@ -237,17 +235,33 @@ func (c *faultCluster) toggleMember(rng *rand.Rand) {
 	c.mu.Unlock()
 	ts.Shutdown()
 	c.did("remove " + n.name)
+	time.Sleep(away)
+	n.dir = c.t.TempDir()
+	c.start(n)
+	c.did("re-add " + n.name)
 }
 
+// Kinds of nemesis step; a history goes through them in a shuffled order,
+// the leader's failing append twice as often as the others.
+const (
+	faultLeaderAppend = iota
+	faultLeaderAppend2
+	faultDisk
+	faultCrash
+	faultMembership
+	faultPartition
+	faultKinds
+)
+
 // nemesisStep does one fault, then heals.
-func (c *faultCluster) nemesisStep(rng *rand.Rand) {
+func (c *faultCluster) nemesisStep(rng *rand.Rand, kind int) {
 	sleep := func(lo, hi int) { time.Sleep(time.Duration(lo+rng.IntN(hi-lo+1)) * time.Millisecond) }
 	leader := c.leader()
 	for wait := time.Now().Add(3 * time.Second); leader == nil && time.Now().Before(wait); leader = c.leader() {
 		time.Sleep(20 * time.Millisecond) // an election after the last fault
 	}
-	switch k := rng.IntN(10); {
-	case k < 5:
+	switch kind {
+	case faultLeaderAppend, faultLeaderAppend2:
 		// A follower is cut off for less than an election timeout, so
 		// that the leader replicates to it with a backoff; the leader's
 		// next append stalls, then fails, and the follower is reconnected
@@ -274,7 +288,7 @@ func (c *faultCluster) nemesisStep(rng *rand.Rand) {
 		}
 		c.did("leader append fails, follower backing off")
 		sleep(1500, 2500) // an election
-	case k < 6:
+	case faultDisk:
 		// The disk of the leader or of a follower fails (or stalls) for a while.
 		n := leader
 		if n == nil || rng.IntN(2) == 0 {
@@ -290,7 +304,7 @@ func (c *faultCluster) nemesisStep(rng *rand.Rand) {
 		n.disk.failLogWritesFor(time.Duration(200+rng.IntN(600))*time.Millisecond, time.Duration(rng.IntN(100))*time.Millisecond)
 		c.did("log writes fail for a while")
 		sleep(500, 1500)
-	case k < 8:
+	case faultCrash:
 		// A crash of the leader or of a follower, with writes in flight.
 		n := leader
 		what := "crash leader"
@@ -303,10 +317,10 @@ func (c *faultCluster) nemesisStep(rng *rand.Rand) {
 		c.crash(n, time.Duration(100+rng.IntN(700))*time.Millisecond)
 		c.did(what)
 		sleep(1000, 2000)
-	case k < 9:
-		c.toggleMember(rng)
+	case faultMembership:
+		c.removeAndReAdd(rng, time.Duration(200+rng.IntN(800))*time.Millisecond)
 		sleep(500, 1500)
-	default:
+	case faultPartition:
 		n := leader
 		if n == nil || rng.IntN(2) == 0 {
 			n = c.follower(rng, leader, false)
@@ -352,8 +366,9 @@ func faultHistory(t *testing.T, c *faultCluster, seed uint64, d time.Duration) [
 		}()
 	}
 	rng := rand.New(rand.NewPCG(seed, 99))
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
-		c.nemesisStep(rng)
+	order := rng.Perm(faultKinds)
+	for i, deadline := 0, time.Now().Add(d); time.Now().Before(deadline); i++ {
+		c.nemesisStep(rng, order[i%len(order)])
 	}
 	c.heal()
 	close(stop)
