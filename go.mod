@@ -92,6 +92,4 @@ require (
 
 replace github.com/hashicorp/go-immutable-radix => ./third_party/go-immutable-radix
 
-replace github.com/hashicorp/raft => ./third_party/raft
-
 replace github.com/hashicorp/raft-boltdb/v2 => ./third_party/raft-boltdb

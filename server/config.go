@@ -72,12 +72,18 @@ type Config struct {
 	// RaftLogStore is the persistent Raft log store: LogStoreBoltDB (the
 	// default) or LogStoreWAL.
 	RaftLogStore string
+	// RaftWALSegmentSize is the size of the wal log store's segment files
+	// (bytes; 0: raft-wal's 64 MiB).
+	RaftWALSegmentSize int
 	// RaftBolt tunes the boltdb log store.
 	RaftBolt BoltOptions
 
 	// SnapshotThreshold is how many log entries trigger a snapshot.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
+	// TrailingLogs is how many entries a snapshot leaves in the log (0:
+	// Raft's default, 10240); a follower further behind gets a snapshot.
+	TrailingLogs uint64
 
 	Logger hclog.Logger
 
@@ -146,6 +152,13 @@ type Config struct {
 	// EstablishHook, when set (fault-injection tests), runs before each attempt to
 	// establish leadership; an error fails the attempt.
 	EstablishHook func() error
+
+	// WrapRaftStores, when set (fault-injection tests), wraps the log,
+	// stable and snapshot stores before Raft opens them.
+	WrapRaftStores func(RaftStores) RaftStores
+	// FSMObserver, when set (fault-injection tests), is told of what the
+	// FSM applies and restores (see FSMObserver).
+	FSMObserver FSMObserver
 }
 
 // DefaultConfig returns the defaults of a persistent agent.

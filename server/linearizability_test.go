@@ -142,7 +142,10 @@ var ruleModel = porcupine.Model{
 
 // chaosClient runs operations against random servers and records them.
 type chaosClient struct {
-	nodes   []*servertest.TestServer
+	nodes []*servertest.TestServer
+	// pick, when set, chooses the server of each operation instead (the
+	// fault suite's servers come and go).
+	pick    func(*rand.Rand) *servertest.TestServer
 	http    *http.Client
 	rng     *rand.Rand
 	readArg string // "?consistent" or ""
@@ -180,7 +183,12 @@ func (c *chaosClient) pickKey() string {
 
 // step runs one random operation.
 func (c *chaosClient) step() {
-	node := c.nodes[c.rng.IntN(len(c.nodes))]
+	var node *servertest.TestServer
+	if c.pick != nil {
+		node = c.pick(c.rng)
+	} else {
+		node = c.nodes[c.rng.IntN(len(c.nodes))]
+	}
 	desc := fmt.Sprintf("c%d-%d", c.id, c.seq.Add(1))
 	key := c.pickKey()
 	kind := []string{"create", "update", "delete", "read", "read", "update"}[c.rng.IntN(6)]

@@ -97,6 +97,18 @@ func (c *logCache) resetLocked() {
 	c.first, c.last, c.bytes = 1, 0, 0
 }
 
+// IsMonotonic passes on the store's answer (raft.MonotonicLogStore). A
+// store that cannot hold a gap (raft-wal) says so, and Raft then empties
+// the log of a follower that installs a snapshot past it; hidden behind the
+// cache, the follower kept its log and its next append, after the gap,
+// failed ("non-monotonic log entries").
+func (c *logCache) IsMonotonic() bool {
+	m, ok := c.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
+var _ raft.MonotonicLogStore = (*logCache)(nil)
+
 // DeleteRange deletes from the store and forgets the cache, as
 // raft.LogCache does (compaction and a follower's truncation are rare).
 func (c *logCache) DeleteRange(min, max uint64) error {

@@ -120,3 +120,34 @@ func TestLogCacheStoreFailure(t *testing.T) {
 		t.Fatalf("GetLog after a failed store: %v, want %v", err, raft.ErrLogNotFound)
 	}
 }
+
+// monotonicStore is a store that says whether it may hold a gap.
+type monotonicStore struct {
+	*raft.InmemStore
+	monotonic bool
+}
+
+func (s *monotonicStore) IsMonotonic() bool { return s.monotonic }
+
+// The cache answers raft.MonotonicLogStore as the store under it does.
+func TestLogCacheForwardsMonotonic(t *testing.T) {
+	cases := []struct {
+		name  string
+		store raft.LogStore
+		want  bool
+	}{
+		{"monotonic store", &monotonicStore{InmemStore: raft.NewInmemStore(), monotonic: true}, true},
+		{"store that says no", &monotonicStore{InmemStore: raft.NewInmemStore()}, false},
+		{"store without the method", raft.NewInmemStore(), false},
+	}
+	for _, tc := range cases {
+		var store raft.LogStore = newLogCache(tc.store, 8, 1<<20)
+		m, ok := store.(raft.MonotonicLogStore)
+		if !ok {
+			t.Fatalf("%s: the cache is not a raft.MonotonicLogStore", tc.name)
+		}
+		if got := m.IsMonotonic(); got != tc.want {
+			t.Errorf("%s: IsMonotonic %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -82,7 +82,11 @@ func (s *Server) openLogStore(dir string) (raft.LogStore, raft.StableStore, erro
 		// WAL.Close leaves its metadata store open (and its file locked):
 		// we hand it one we close ourselves.
 		meta := &metadb.BoltMetaDB{}
-		w, err := wal.Open(walDir, wal.WithLogger(s.logger.Named("wal")), wal.WithMetaStore(meta))
+		segment := s.config.RaftWALSegmentSize
+		if segment <= 0 {
+			segment = wal.DefaultSegmentSize
+		}
+		w, err := wal.Open(walDir, wal.WithLogger(s.logger.Named("wal")), wal.WithMetaStore(meta), wal.WithSegmentSize(segment))
 		if err != nil {
 			meta.Close()
 			return nil, nil, fmt.Errorf("failed to open Raft WAL %s: %w", walDir, err)

@@ -113,16 +113,16 @@ func (s *Server) setupTransport() error {
 		if err != nil {
 			return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
 		}
-		s.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		s.transport = pipelineTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: s.logger.Named("raft-net"),
-		})
+		})}
 		return nil
 	}
 	tr, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, s.logger.Named("raft-net"))
 	if err != nil {
 		return fmt.Errorf("failed to start Raft transport on %s: %w", cfg.BindAddr, err)
 	}
-	s.transport = tr
+	s.transport = pipelineTransport{tr}
 	return nil
 }
 

@@ -216,6 +216,9 @@ func (s *Server) setupRaft() error {
 	if cfg.SnapshotInterval > 0 {
 		rc.SnapshotInterval = cfg.SnapshotInterval
 	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
 
 	if err := s.setupTransport(); err != nil {
 		return err
@@ -241,6 +244,10 @@ func (s *Server) setupRaft() error {
 		}
 	}
 
+	if cfg.WrapRaftStores != nil {
+		w := cfg.WrapRaftStores(RaftStores{Logs: logs, Stable: stable, Snapshots: snaps})
+		logs, stable, snaps = w.Logs, w.Stable, w.Snapshots
+	}
 	s.hasState, err = raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("failed to read Raft state: %w", err)
@@ -258,7 +265,11 @@ func (s *Server) setupRaft() error {
 	}
 
 	s.snapshots = snaps
-	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.transport)
+	var fsm raft.FSM = s.fsm
+	if cfg.FSMObserver != nil {
+		fsm = &observedFSM{FSM: s.fsm, obs: cfg.FSMObserver}
+	}
+	s.raft, err = raft.NewRaft(rc, fsm, logs, stable, snaps, s.transport)
 	if err != nil {
 		return fmt.Errorf("failed to start Raft: %w", err)
 	}

@@ -4,11 +4,14 @@
 //
 // It builds ctlplane once, starts three persistent servers on free loopback
 // ports (data in a temporary directory), writes a few rules, then per trial:
-// finds the leader, SIGKILLs it, and times from the kill to the first
+// starts -writers clients that create rules through all three servers
+// without pause, finds the leader, SIGKILLs it while their writes are in
+// flight, and times from the kill to the first
 // binding-rule create that a surviving server answers with 200 (a new
 // attempt every -interval, alternating between the survivors, each bounded
-// by -request-timeout; attempts may overlap). Then it checks that every rule
-// acknowledged so far is listed, restarts the killed server on its data
+// by -request-timeout; attempts may overlap). Then it stops the writers
+// and checks that every rule acknowledged so far (theirs too, including
+// those the killed leader acknowledged just before it died) is listed, restarts the killed server on its data
 // directory, and waits until that server lists as many rules as the leader.
 //
 //	go run ./scripts/failover                        # 10 trials, -raft-timeout=1s
@@ -30,6 +33,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -46,6 +51,7 @@ type config struct {
 	requestTimeout time.Duration
 	maxWait        time.Duration
 	seed           int
+	writers        int
 	keep           bool
 }
 
@@ -65,13 +71,14 @@ func run() (int, error) {
 	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 500*time.Millisecond, "client timeout of each write attempt after the kill")
 	flag.DurationVar(&cfg.maxWait, "max-wait", 60*time.Second, "give up on a trial when no write succeeds for this long after the kill")
 	flag.IntVar(&cfg.seed, "seed-rules", 5, "rules written before the first trial")
+	flag.IntVar(&cfg.writers, "writers", 4, "clients writing through every server, without pause, across each kill")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (data and server logs)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return 2, fmt.Errorf("unexpected arguments: %v", flag.Args())
 	}
-	if cfg.trials < 1 || cfg.interval <= 0 || cfg.requestTimeout <= 0 || cfg.raftTimeout <= 0 {
-		return 2, errors.New("-trials, -interval, -request-timeout and -raft-timeout must be positive")
+	if cfg.trials < 1 || cfg.interval <= 0 || cfg.requestTimeout <= 0 || cfg.raftTimeout <= 0 || cfg.writers < 1 || cfg.writers > 64 {
+		return 2, errors.New("-trials, -interval, -request-timeout and -raft-timeout must be positive, -writers within 1..64")
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -103,6 +110,7 @@ func run() (int, error) {
 	fmt.Printf("# cluster:         3 persistent servers on loopback, ACLs on (requests use a management token), data in %s\n", dir)
 	fmt.Printf("# raft timeout:    %s (-raft-timeout of every server; leader lease %s)\n", cfg.raftTimeout, cfg.raftTimeout/2)
 	fmt.Printf("# write attempts:  every %s, client timeout %s each, alternating between the survivors\n", cfg.interval, cfg.requestTimeout)
+	fmt.Printf("# writes in flight: %d clients write through all three servers from before each kill until the failover is measured\n", cfg.writers)
 	fmt.Printf("# started:         %s\n\n", time.Now().Format(time.RFC3339))
 
 	b := &bench{cfg: cfg, cl: cl, acked: map[string]bool{}, failures: map[string]int{}}
@@ -120,6 +128,8 @@ type trial struct {
 	attempts  int
 	failed    int
 	listed    int // rules listed after the failover
+	inflight  int // the writers' requests in flight at the kill
+	written   int // the writers' acknowledged rules in the trial
 	rejoin    time.Duration
 	err       string
 }
@@ -127,6 +137,7 @@ type trial struct {
 type bench struct {
 	cfg      config
 	cl       *cluster
+	ackMu    sync.Mutex
 	acked    map[string]bool // IDs of every rule a server answered 200 for
 	failures map[string]int  // failed write attempts after kills, by reason
 	trials   []*trial
@@ -217,8 +228,16 @@ func (b *bench) trial(ctx context.Context, t *trial) error {
 	}
 	maxInflight := max(int(b.cfg.requestTimeout/b.cfg.interval)+2, 4)
 
+	// The kill falls among writes in flight, some of them on the leader.
+	w := b.startWriters(ctx, t.n)
+	if err := w.waitInFlight(ctx, 10*time.Second); err != nil {
+		w.finish()
+		return err
+	}
 	killedAt := time.Now()
+	t.inflight = int(w.inflight.Load())
 	if err := leader.Kill(); err != nil {
+		w.finish()
 		return fmt.Errorf("killing %s: %w", leader.Name, err)
 	}
 	launch()
@@ -240,18 +259,21 @@ func (b *bench) trial(ctx context.Context, t *trial) error {
 				b.failures[a.fail]++
 				continue
 			}
-			b.acked[a.id] = true
+			b.ack(a.id)
 			if first == nil || a.done.Before(first.done) {
 				first = &a
 			}
 		case <-giveUp.C:
 			if first == nil {
+				w.finish()
 				return fmt.Errorf("no write succeeded within %s of killing %s", b.cfg.maxWait, leader.Name)
 			}
 		case <-ctx.Done():
+			w.finish()
 			return ctx.Err()
 		}
 	}
+	t.written = w.finish()
 	t.failover = first.done.Sub(killedAt)
 	t.via = first.via.Name
 	leader.Wait()
@@ -282,6 +304,81 @@ func (b *bench) trial(ctx context.Context, t *trial) error {
 	t.rejoin = time.Since(restarted)
 	_, err = b.verify(ctx, leader, true, fmt.Sprintf("trial %d, %s after its restart", t.n, leader.Name))
 	return err
+}
+
+// ack records a rule a server answered 200 for.
+func (b *bench) ack(id string) {
+	b.ackMu.Lock()
+	b.acked[id] = true
+	b.ackMu.Unlock()
+}
+
+// writers are clients creating rules through every server without pause.
+type writers struct {
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	inflight atomic.Int64
+	acked    atomic.Int64
+}
+
+func (b *bench) startWriters(ctx context.Context, trial int) *writers {
+	w := &writers{stop: make(chan struct{})}
+	for i := range b.cfg.writers {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-w.stop:
+					return
+				case <-ctx.Done():
+					return
+				default:
+				}
+				n := b.cl.nodes[(i+k)%len(b.cl.nodes)]
+				if !n.Running() {
+					continue
+				}
+				w.inflight.Add(1)
+				id, fail := b.create(ctx, n, 2*time.Second, fmt.Sprintf("trial %d writer %d write %d", trial, i, k))
+				w.inflight.Add(-1)
+				if fail == "" {
+					b.ack(id)
+					w.acked.Add(1)
+				} else {
+					sleep(ctx, b.cfg.interval)
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// waitInFlight waits until the writers have had writes acknowledged and
+// have one in flight.
+func (w *writers) waitInFlight(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for w.acked.Load() < 10 || w.inflight.Load() == 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the writers had %d writes acknowledged and %d in flight after %s", w.acked.Load(), w.inflight.Load(), timeout)
+		}
+		if err := sleep(ctx, time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish stops the writers, waits for their last requests and returns how
+// many of their writes were acknowledged.
+func (w *writers) finish() int {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	w.wg.Wait()
+	return int(w.acked.Load())
 }
 
 // create sends one binding-rule create through n and returns the new rule's
@@ -319,7 +416,7 @@ func (b *bench) writeUntilOK(ctx context.Context, n *node, timeout time.Duration
 	for {
 		id, fail := b.create(ctx, n, 5*time.Second, "seed")
 		if fail == "" {
-			b.acked[id] = true
+			b.ack(id)
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -409,17 +506,20 @@ func (b *bench) verify(ctx context.Context, n *node, stale bool, when string) (i
 	if err != nil {
 		return 0, err
 	}
+	b.ackMu.Lock()
+	acked := len(b.acked)
 	var missing []string
 	for id := range b.acked {
 		if !ids[id] {
 			missing = append(missing, id)
 		}
 	}
-	if len(missing) > 0 || count < len(b.acked) {
+	b.ackMu.Unlock()
+	if len(missing) > 0 || count < acked {
 		b.lost = true
 		slices.Sort(missing)
 		msg := fmt.Sprintf("!!! DATA LOSS (%s): %s lists %d rules, %d were acknowledged, %d acknowledged rules missing: %s",
-			when, n.Name, count, len(b.acked), len(missing), strings.Join(missing[:min(len(missing), 10)], " "))
+			when, n.Name, count, acked, len(missing), strings.Join(missing[:min(len(missing), 10)], " "))
 		fmt.Println(msg)
 		fmt.Fprintln(os.Stderr, "failover:", msg)
 	}
@@ -464,11 +564,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 func (b *bench) print() {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TRIAL\tKILLED\tNEW LEADER\tFIRST 200 VIA\tKILL -> FIRST 200\tATTEMPTS\tFAILED\tRULES LISTED\tRESTART -> CAUGHT UP\t")
+	fmt.Fprintln(tw, "TRIAL\tKILLED\tIN FLIGHT AT KILL\tWRITERS' ACKS\tNEW LEADER\tFIRST 200 VIA\tKILL -> FIRST 200\tATTEMPTS\tFAILED\tRULES LISTED\tRESTART -> CAUGHT UP\t")
 	var fo, rj []time.Duration
 	for _, t := range b.trials {
 		if t.err != "" || t.failover == 0 {
-			fmt.Fprintf(tw, "%d\t%s\t-\t-\t-\t%d\t%d\t-\t-\t(failed: %s)\n", t.n, t.killed, t.attempts, t.failed, benchutil.Truncate(t.err, 100))
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t-\t-\t-\t%d\t%d\t-\t-\t(failed: %s)\n", t.n, t.killed, t.inflight, t.written, t.attempts, t.failed, benchutil.Truncate(t.err, 100))
 			continue
 		}
 		fo = append(fo, t.failover)
@@ -477,7 +577,7 @@ func (b *bench) print() {
 			rj = append(rj, t.rejoin)
 			rejoin = benchutil.MS(t.rejoin)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t\n", t.n, t.killed, t.newLeader, t.via, benchutil.MS(t.failover), t.attempts, t.failed, t.listed, rejoin)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t\n", t.n, t.killed, t.inflight, t.written, t.newLeader, t.via, benchutil.MS(t.failover), t.attempts, t.failed, t.listed, rejoin)
 	}
 	tw.Flush()
 	fmt.Println()
