@@ -136,11 +136,17 @@ func (h *Handler) requireManagement(r *http.Request) (*identity, error) {
 // is told that it is the anonymous token, and, on a persistent agent whose
 // ACL system has no management token yet, how to get one.
 func (h *Handler) permissionDenied(id *identity, perm string) error {
-	if id.token == nil || id.token.AccessorID != state.AnonymousTokenID {
-		accessor := ""
-		if id.token != nil {
-			accessor = id.token.AccessorID
-		}
+	accessor := ""
+	if id.token != nil {
+		accessor = id.token.AccessorID
+	}
+	return h.deniedError(accessor, perm)
+}
+
+// deniedError words the refusal of the token accessor (a service's
+// acl.DeniedError, or the handler's own check).
+func (h *Handler) deniedError(accessor, perm string) error {
+	if accessor != state.AnonymousTokenID {
 		return &apiError{code: http.StatusForbidden, msg: fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission '%s'", accessor, perm)}
 	}
 	msg := fmt.Sprintf("Permission denied: anonymous token lacks permission '%s'. The anonymous token is used implicitly when a request does not specify a token.", perm)

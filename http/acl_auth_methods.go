@@ -167,7 +167,7 @@ func (h *Handler) authMethodList(w http.ResponseWriter, r *http.Request) (any, e
 // with upstream's checks in upstream's order.
 func (h *Handler) authMethodWrite(w http.ResponseWriter, r *http.Request) (any, error) {
 	pathName, update := mux.Vars(r)["name"]
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,7 @@ func (h *Handler) authMethodWrite(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	stored, err := h.services.ACL.WriteAuthMethod(update, acl.AuthMethodRequest{
+	stored, err := h.services.ACL.WriteAuthMethod(id.caller(), update, acl.AuthMethodRequest{
 		Name: req.Name, Type: req.Type, DisplayName: req.DisplayName, Description: req.Description,
 		MaxTokenTTL: time.Duration(req.MaxTokenTTL), TokenLocality: req.TokenLocality, Config: req.Config,
 		Namespace: ns,
@@ -199,7 +199,7 @@ func (h *Handler) authMethodWrite(w http.ResponseWriter, r *http.Request) (any, 
 
 func (h *Handler) authMethodDelete(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (h *Handler) authMethodDelete(w http.ResponseWriter, r *http.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	if err := h.services.ACL.DeleteAuthMethod(name, ns); err != nil {
+	if err := h.services.ACL.DeleteAuthMethod(id.caller(), name, ns); err != nil {
 		return nil, err
 	}
 	return true, nil

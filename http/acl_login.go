@@ -105,7 +105,8 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) (any, error) {
 // access control off it still evaluates the rules, and says that login
 // would be refused.
 func (h *Handler) explain(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.require(r, permACLRead); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
 	var req explainRequest
@@ -116,7 +117,7 @@ func (h *Handler) explain(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := h.services.ACL.Explain(r.Context(), acl.ExplainRequest{
+	ex, err := h.services.ACL.Explain(r.Context(), id.caller(), acl.ExplainRequest{
 		AuthMethod: req.AuthMethod, BearerToken: req.BearerToken, Identity: req.Identity, Meta: req.Meta,
 		Namespace: ns, NamespaceGiven: given,
 	})

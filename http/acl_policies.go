@@ -89,14 +89,15 @@ func (h *Handler) policyWrite(w http.ResponseWriter, r *http.Request) (any, erro
 			return nil, err
 		}
 	}
-	if _, err := h.require(r, permACLWrite); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
 	var req policyRequest
 	if err := decodeBody(r, "Policy", &req); err != nil {
 		return nil, err
 	}
-	return h.services.ACL.WritePolicy(pathVal, acl.PolicyRequest{
+	return h.services.ACL.WritePolicy(id.caller(), pathVal, acl.PolicyRequest{
 		ID: req.ID, Name: req.Name, Description: req.Description, Rules: req.Rules, Datacenters: req.Datacenters,
 	})
 }
@@ -106,10 +107,11 @@ func (h *Handler) policyDelete(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.require(r, permACLWrite); err != nil {
+	caller, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
-	if err := h.services.ACL.DeletePolicy(id); err != nil {
+	if err := h.services.ACL.DeletePolicy(caller.caller(), id); err != nil {
 		return nil, err
 	}
 	return true, nil

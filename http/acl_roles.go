@@ -81,14 +81,15 @@ func (h *Handler) roleWrite(w http.ResponseWriter, r *http.Request) (any, error)
 			return nil, err
 		}
 	}
-	if _, err := h.require(r, permACLWrite); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
 	var req roleRequest
 	if err := decodeBody(r, "Role", &req); err != nil {
 		return nil, err
 	}
-	return h.services.ACL.WriteRole(pathVal, acl.RoleRequest{
+	return h.services.ACL.WriteRole(id.caller(), pathVal, acl.RoleRequest{
 		ID: req.ID, Name: req.Name, Description: req.Description, Policies: req.Policies,
 		ServiceIdentities: req.ServiceIdentities, NodeIdentities: req.NodeIdentities,
 	})
@@ -99,10 +100,11 @@ func (h *Handler) roleDelete(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.require(r, permACLWrite); err != nil {
+	caller, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
-	if err := h.services.ACL.DeleteRole(id); err != nil {
+	if err := h.services.ACL.DeleteRole(caller.caller(), id); err != nil {
 		return nil, err
 	}
 	return true, nil

@@ -165,7 +165,7 @@ func (h *Handler) tokenWrite(w http.ResponseWriter, r *http.Request) (any, error
 			return nil, err
 		}
 	}
-	caller, err := h.require(r, permACLWrite)
+	caller, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -186,12 +186,12 @@ func (h *Handler) tokenWrite(w http.ResponseWriter, r *http.Request) (any, error
 		Namespace: ns,
 	}
 	if !update {
-		return h.services.ACL.CreateToken(in)
+		return h.services.ACL.CreateToken(caller.caller(), in)
 	}
 	if req.Namespace == "" {
 		in.Namespace = "" // an update keeps the token's namespace unless the body names one
 	}
-	return h.services.ACL.UpdateToken(pathVal, in)
+	return h.services.ACL.UpdateToken(caller.caller(), pathVal, in)
 }
 
 func (h *Handler) tokenDelete(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -199,15 +199,11 @@ func (h *Handler) tokenDelete(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	caller, err := h.require(r, permACLWrite)
+	caller, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
-	self := ""
-	if caller.token != nil {
-		self = caller.token.AccessorID
-	}
-	if err := h.services.ACL.DeleteToken(accessor, self); err != nil {
+	if err := h.services.ACL.DeleteToken(caller.caller(), accessor); err != nil {
 		return nil, err
 	}
 	return true, nil

@@ -101,7 +101,7 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 			return nil, err
 		}
 	}
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	return h.services.ACL.WriteBindingRule(pathVal, acl.BindingRuleRequest{
+	return h.services.ACL.WriteBindingRule(id.caller(), pathVal, acl.BindingRuleRequest{
 		Description: req.Description, AuthMethod: req.AuthMethod, Selector: req.Selector,
 		BindType: req.BindType, BindName: req.BindName, Namespace: ns, HasBindVars: req.BindVars != nil,
 	})
@@ -127,7 +127,7 @@ func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	if err := h.services.ACL.DeleteBindingRule(ruleID, ns); err != nil {
+	if err := h.services.ACL.DeleteBindingRule(id.caller(), ruleID, ns); err != nil {
 		return nil, err
 	}
 	return true, nil

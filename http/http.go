@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/limits"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
@@ -265,6 +266,10 @@ func (h *Handler) serve(rw http.ResponseWriter, r *http.Request, route string, b
 	}
 	obj, err := fn(w, r)
 	if err != nil {
+		var denied *acl.DeniedError
+		if errors.As(err, &denied) {
+			err = h.deniedError(denied.AccessorID, denied.Perm)
+		}
 		code, msg := errorStatus(err)
 		if code >= 500 {
 			h.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", msg)
