@@ -165,19 +165,23 @@ const (
 	anyNamespace               // resolved as usual; "*" means every namespace
 )
 
-// aclQuery reads from one store in namespace ns ("" for kinds without
-// one), keeps its result, and says whether it found anything.
-type aclQuery func(ws memdb.WatchSet, s *state.Store, ns string) (index uint64, found bool, err error)
+// aclQuery reads through the ACL service's reader in namespace ns ("" for
+// kinds without one), keeps its result, and says whether it found anything.
+type aclQuery func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (index uint64, found bool, err error)
 
 // aclRead is the shape every ACL-object read shares: query options,
-// acl:read, the namespace, a blocking query, the read headers, and 404 with
+// the ACL service's reader (it checks acl:read), the namespace, a blocking query, the read headers, and 404 with
 // notFoundMsg when the query found nothing. result returns what it kept.
 func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, mode nsMode, query aclQuery, result func() any, notFoundMsg string) (any, error) {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.require(r, permACLRead)
+	id, err := h.identify(r)
+	if err != nil {
+		return nil, err
+	}
+	reader, err := h.services.ACL.Reader(id.caller())
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +193,7 @@ func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, mode nsMode, q
 	}
 	found := false
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, ok, err := query(ws, s, ns)
+		idx, ok, err := query(ws, reader.On(s), ns)
 		found = ok
 		return idx, err
 	})

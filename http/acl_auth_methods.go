@@ -137,8 +137,8 @@ func missingAuthMethodName(http.ResponseWriter, *http.Request) (any, error) {
 func (h *Handler) authMethodRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
 	var method *state.ACLAuthMethod
-	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
-		idx, found, err := s.ACLAuthMethod(ws, name)
+	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (uint64, bool, error) {
+		idx, found, err := rd.AuthMethod(ws, name)
 		method = found
 		return idx, found != nil && found.Namespace == ns, err
 	}, func() any { return authMethodOutOf(method) }, "Requested auth method does not exist: ACL not found")
@@ -146,8 +146,8 @@ func (h *Handler) authMethodRead(w http.ResponseWriter, r *http.Request) (any, e
 
 func (h *Handler) authMethodList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var out []authMethodStub
-	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
-		idx, all, err := s.ACLAuthMethods(ws)
+	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (uint64, bool, error) {
+		idx, all, err := rd.AuthMethods(ws)
 		out = []authMethodStub{}
 		for _, m := range all {
 			if ns != state.AllNamespaces && m.Namespace != ns {

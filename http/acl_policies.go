@@ -49,8 +49,8 @@ type policyListEntry struct {
 
 func (h *Handler) policyList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var out []policyListEntry
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, policies, err := s.ACLPolicies(ws)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, policies, err := rd.Policies(ws)
 		out = make([]policyListEntry, len(policies))
 		for i, p := range policies {
 			out[i] = policyListEntry{p.ID, p.Name, p.Description, p.Datacenters, p.Hash, p.CreateIndex, p.ModifyIndex}
@@ -65,8 +65,8 @@ func (h *Handler) policyRead(w http.ResponseWriter, r *http.Request) (any, error
 		return nil, err
 	}
 	var out *state.ACLPolicy
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, p, err := s.ACLPolicy(ws, id)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, p, err := rd.Policy(ws, id)
 		out = p
 		return idx, p != nil, err
 	}, func() any { return out }, "Requested policy does not exist: ACL not found")
@@ -75,8 +75,8 @@ func (h *Handler) policyRead(w http.ResponseWriter, r *http.Request) (any, error
 func (h *Handler) policyReadByName(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
 	var out *state.ACLPolicy
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, p, err := s.ACLPolicyByName(ws, name)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, p, err := rd.PolicyByName(ws, name)
 		out = p
 		return idx, p != nil, err
 	}, func() any { return out }, "Requested policy does not exist: ACL not found")

@@ -38,8 +38,8 @@ type roleRequest struct {
 func (h *Handler) roleList(w http.ResponseWriter, r *http.Request) (any, error) {
 	policy := r.URL.Query().Get("policy")
 	var out []*state.ACLRole
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, roles, err := acl.ListRoles(ws, s, policy)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, roles, err := rd.Roles(ws, policy)
 		out = roles
 		return idx, true, err
 	}, func() any { return out }, "")
@@ -50,25 +50,22 @@ func (h *Handler) roleRead(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return h.roleReadBy(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, *state.ACLRole, error) {
-		return s.ACLRole(ws, id)
+	return h.roleReadBy(w, r, func(ws memdb.WatchSet, rd acl.StoreReader) (uint64, *state.ACLRole, error) {
+		return rd.Role(ws, id)
 	})
 }
 
 func (h *Handler) roleReadByName(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
-	return h.roleReadBy(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, *state.ACLRole, error) {
-		return s.ACLRoleByName(ws, name)
+	return h.roleReadBy(w, r, func(ws memdb.WatchSet, rd acl.StoreReader) (uint64, *state.ACLRole, error) {
+		return rd.RoleByName(ws, name)
 	})
 }
 
-func (h *Handler) roleReadBy(w http.ResponseWriter, r *http.Request, get func(memdb.WatchSet, *state.Store) (uint64, *state.ACLRole, error)) (any, error) {
+func (h *Handler) roleReadBy(w http.ResponseWriter, r *http.Request, get func(memdb.WatchSet, acl.StoreReader) (uint64, *state.ACLRole, error)) (any, error) {
 	var out *state.ACLRole
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, role, err := get(ws, s)
-		if err == nil && role != nil {
-			role, err = acl.RoleView(ws, s, role)
-		}
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, role, err := get(ws, rd)
 		out = role
 		return idx, role != nil, err
 	}, func() any { return out }, "Requested role does not exist: ACL not found")

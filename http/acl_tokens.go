@@ -71,16 +71,11 @@ type tokenRequest struct {
 }
 
 func (h *Handler) tokenList(w http.ResponseWriter, r *http.Request) (any, error) {
-	id, err := h.identify(r)
-	if err != nil {
-		return nil, err
-	}
-	show := id.authz.ACLWrite()
 	q := r.URL.Query()
 	filter := acl.TokenFilter{Policy: q.Get("policy"), Role: q.Get("role"), AuthMethod: q.Get("authmethod")}
 	var out []*state.ACLToken
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, tokens, err := h.services.ACL.ListTokens(ws, s, filter, show)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, tokens, err := rd.Tokens(ws, filter)
 		out = tokens
 		return idx, true, err
 	}, func() any { return out }, "")
@@ -91,14 +86,9 @@ func (h *Handler) tokenRead(w http.ResponseWriter, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.identify(r)
-	if err != nil {
-		return nil, err
-	}
-	show := id.authz.ACLWrite()
 	var out *state.ACLToken
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, t, err := h.services.ACL.ReadToken(ws, s, accessor, show)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, t, err := rd.Token(ws, accessor)
 		out = t
 		return idx, t != nil, err
 	}, func() any { return out }, "Requested token does not exist: ACL not found")

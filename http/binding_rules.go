@@ -73,8 +73,8 @@ func (h *Handler) bindingRuleRead(w http.ResponseWriter, r *http.Request) (any, 
 		return nil, err
 	}
 	var rule *state.BindingRule
-	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
-		idx, found, err := s.BindingRule(ws, ruleID, ns)
+	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (uint64, bool, error) {
+		idx, found, err := rd.BindingRule(ws, ruleID, ns)
 		rule = found
 		return idx, found != nil, err
 	}, func() any { return encodeOnce(rule) }, "Requested binding rule does not exist: ACL not found")
@@ -83,8 +83,8 @@ func (h *Handler) bindingRuleRead(w http.ResponseWriter, r *http.Request) (any, 
 func (h *Handler) bindingRuleList(w http.ResponseWriter, r *http.Request) (any, error) {
 	authMethod := r.URL.Query().Get("authmethod")
 	var out []bindingRuleListEntry
-	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
-		idx, rules, err := s.BindingRules(ws, ns, authMethod)
+	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (uint64, bool, error) {
+		idx, rules, err := rd.BindingRules(ws, ns, authMethod)
 		out = make([]bindingRuleListEntry, len(rules))
 		for i, rule := range rules {
 			out[i] = bindingRuleListEntry(*rule)
