@@ -137,6 +137,15 @@ func TestServicesCheckTheirCaller(t *testing.T) {
 				_, err := js.Register(caller, deploytest.Job("prod", "api", "v1", deploytest.Group{Name: "g", Count: 2}), state.JobRegisterOptions{})
 				return err
 			},
+			// A submission is refused before it is parsed: this spec is not a valid job.
+			"submit": func() error {
+				_, err := js.Submit(caller, jobs.Submission{Spec: []byte(`{"ID":"api","Namespace":"prod"}`), Namespace: "default"}, state.JobRegisterOptions{})
+				return err
+			},
+			"plan submission": func() error {
+				_, err := js.PlanSubmission(caller, jobs.Submission{Spec: []byte(`{"ID":"api","Namespace":"prod"}`), Namespace: "default"}, false)
+				return err
+			},
 			"deregister": func() error { _, err := js.Deregister(caller, "prod", "api", true, 0); return err },
 			"stable":     func() error { _, err := js.SetStable(caller, "prod", "api", 0, false); return err },
 			"revert":     func() error { _, err := js.Revert(caller, "prod", "api", 0, nil); return err },
