@@ -145,3 +145,28 @@ func isDenied(err error, perm string) bool {
 	var denied *acl.DeniedError
 	return errors.As(err, &denied) && denied.Perm == perm
 }
+
+// TestRequireOperatorWrite is the check of the cluster-wide writes
+// (namespaces, node pools): operator:write or management, nothing less.
+func TestRequireOperatorWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		caller acl.Caller
+		allow  bool
+	}{
+		{"zero caller", acl.Caller{}, false},
+		{"operator:read", callerWithRules(t, "r", `operator = "read"`), false},
+		{"acl:write", callerWithRules(t, "a", `acl = "write"`), false},
+		{"namespace write", callerWithRules(t, "n", `namespace "default" { policy = "write" }`), false},
+		{"operator:write", callerWithRules(t, "w", `operator = "write"`), true},
+		{"management", acl.Internal(), true},
+	} {
+		err := tc.caller.RequireOperatorWrite()
+		if tc.allow && err != nil {
+			t.Errorf("%s: refused: %v", tc.name, err)
+		}
+		if !tc.allow && err != acl.ErrPermissionDenied {
+			t.Errorf("%s: got %v, want Permission denied", tc.name, err)
+		}
+	}
+}
