@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/ctlplane/ctlplane/server/acl"
-	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -73,16 +71,6 @@ func (h *Handler) identify(r *http.Request) (*identity, error) {
 		return nil, err
 	}
 	return &identity{token: tok, authz: authz, secret: secret}, nil
-}
-
-// ensureACLService builds the ACL service over the backend when the
-// caller gave none (Services.ACL); the ACL register functions call it.
-func (h *Handler) ensureACLService() {
-	if h.services.ACL != nil {
-		return
-	}
-	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: h.backend, Now: time.Now, Logger: h.logger}, h.backend.Datacenter(),
-		acl.AllowHTTPKeyURLs(h.backend.IsDev()))
 }
 
 // Permissions, named as in the deny texts.

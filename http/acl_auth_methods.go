@@ -15,7 +15,6 @@ import (
 )
 
 func (h *Handler) registerAuthMethods() {
-	h.ensureACLService()
 	h.registerAuthMethodExplain()
 	h.handle("/v1/acl/auth-methods", methods{{http.MethodGet, h.authMethodList}})
 	h.handle("/v1/acl/auth-method", methods{{http.MethodPut, h.authMethodWrite}})

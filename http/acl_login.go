@@ -8,7 +8,6 @@ import (
 )
 
 func (h *Handler) registerLogin() {
-	h.ensureACLService()
 	h.handle("/v1/acl/login", methods{{http.MethodPost, h.login}})
 	h.handle("/v1/acl/logout", methods{{http.MethodPost, h.logout}})
 	h.handle("/v1/acl/login/explain", methods{{http.MethodPost, h.explain}})

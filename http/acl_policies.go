@@ -10,7 +10,6 @@ import (
 )
 
 func (h *Handler) registerPolicies() {
-	h.ensureACLService()
 	h.handle("/v1/acl/policies", methods{{http.MethodGet, h.policyList}})
 	h.handle("/v1/acl/policy", methods{{http.MethodPut, h.policyWrite}})
 	h.handle("/v1/acl/policy/name/{name:.+}", methods{{http.MethodGet, h.policyReadByName}})

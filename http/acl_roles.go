@@ -10,7 +10,6 @@ import (
 )
 
 func (h *Handler) registerRoles() {
-	h.ensureACLService()
 	h.handle("/v1/acl/roles", methods{{http.MethodGet, h.roleList}})
 	h.handle("/v1/acl/role", methods{{http.MethodPut, h.roleWrite}})
 	h.handle("/v1/acl/role/name/{name:.+}", methods{{http.MethodGet, h.roleReadByName}})

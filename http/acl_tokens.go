@@ -13,7 +13,6 @@ import (
 )
 
 func (h *Handler) registerTokens() {
-	h.ensureACLService()
 	h.handle("/v1/acl/bootstrap", methods{{http.MethodPut, h.aclBootstrap}})
 	h.handle("/v1/acl/tokens", methods{{http.MethodGet, h.tokenList}})
 	h.handle("/v1/acl/token", methods{{http.MethodPut, h.tokenWrite}})

@@ -49,7 +49,7 @@ func newAuthzWorld(t *testing.T) *authzWorld {
 	var allocs []*state.Allocation
 	w.prod, allocs = f.Deploy(prodJob)
 	w.prodAlloc = allocs[0].ID
-	hs := httptest.NewServer(ctlhttp.New(f.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(f.Deps), Deployments: deployments.New(f.Deps)}))
+	hs := httptest.NewServer(ctlhttp.New(f.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(f.Server), Jobs: jobs.New(f.Deps), Deployments: deployments.New(f.Deps)}))
 	t.Cleanup(hs.Close)
 	w.url = hs.URL
 	// A real evaluation in prod: a job registered there through the API.

@@ -10,7 +10,6 @@ import (
 )
 
 func (h *Handler) registerBindingRules() {
-	h.ensureACLService()
 	h.handle("/v1/acl/binding-rules", methods{{http.MethodGet, h.bindingRuleList}})
 	h.handle("/v1/acl/binding-rule", methods{{http.MethodPut, h.bindingRuleWrite}})
 	h.handle("/v1/acl/binding-rule/", methods{
