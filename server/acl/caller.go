@@ -82,6 +82,8 @@ func (e *DeniedError) Error() string {
 const (
 	PermACLRead  = "acl:read"
 	PermACLWrite = "acl:write"
+	// PermManagement is a management token's: snapshot, forced GC.
+	PermManagement = "management"
 )
 
 func (c Caller) denied(perm string) error { return &DeniedError{Perm: perm, AccessorID: c.AccessorID} }
@@ -98,6 +100,15 @@ func (c Caller) RequireACLRead() error {
 func (c Caller) RequireACLWrite() error {
 	if !c.authz().ACLWrite() {
 		return c.denied(PermACLWrite)
+	}
+	return nil
+}
+
+// RequireManagement refuses unless the caller is management (a
+// DeniedError naming "management", as Consul's deny text does).
+func (c Caller) RequireManagement() error {
+	if !c.authz().IsManagement() {
+		return c.denied(PermManagement)
 	}
 	return nil
 }

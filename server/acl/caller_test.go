@@ -170,3 +170,26 @@ func TestRequireOperatorWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestRequireManagement: only a management caller; a refusal names the
+// permission and the caller's accessor (Consul's deny text is built from them).
+func TestRequireManagement(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		caller acl.Caller
+		allow  bool
+	}{
+		{"zero caller", acl.Caller{}, false},
+		{"operator:write", callerWithRules(t, "w", `operator = "write"`), false},
+		{"acl:write", callerWithRules(t, "a", `acl = "write"`), false},
+		{"management", acl.Internal(), true},
+	} {
+		err := tc.caller.RequireManagement()
+		if tc.allow && err != nil {
+			t.Errorf("%s: refused: %v", tc.name, err)
+		}
+		if !tc.allow && !isDenied(err, acl.PermManagement) {
+			t.Errorf("%s: got %v, want a DeniedError for management", tc.name, err)
+		}
+	}
+}
