@@ -11,6 +11,7 @@ import (
 	"github.com/ctlplane/ctlplane/client"
 	"github.com/ctlplane/ctlplane/fsm"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -30,13 +31,20 @@ type env struct {
 
 var start = time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
 
+// aclOf is the ACL service the composition root builds for ts's server:
+// the API handler requires one.
+func aclOf(ts *servertest.TestServer) *acl.Service {
+	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
+	return acl.NewService(deps, ts.Config.Datacenter, acl.AllowHTTPKeyURLs(ts.Config.Dev))
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ts := servertest.Start(t)
 	clock := client.NewManualClock(start)
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: clock.Now, Logger: hclog.NewNullLogger()}
 	svcNodes := nodes.New(deps, nodes.Config{HeartbeatTTL: time.Minute})
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: svcNodes}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts), Nodes: svcNodes}))
 	t.Cleanup(hs.Close)
 	ac, err := api.NewClient(api.Config{Address: hs.URL})
 	if err != nil {

@@ -38,7 +38,7 @@ func newMockEnv(t *testing.T, ttl time.Duration) *mockEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); ns.RunHeartbeats(ctx) }()
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: ns}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts), Nodes: ns}))
 	c, err := client.New(client.Config{Servers: []string{hs.URL}, NodeName: "mock-1", DataDir: t.TempDir(), TestDrivers: true,
 		Resources: api.Resources{CPU: 64000, MemoryMB: 256 << 10}})
 	if err != nil {

@@ -48,7 +48,7 @@ func newRawEnvWith(t *testing.T, configure func(*client.Config)) *rawEnv {
 	t.Helper()
 	ts := servertest.Start(t)
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: nodes.New(deps, nodes.Config{HeartbeatTTL: time.Minute})}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts), Nodes: nodes.New(deps, nodes.Config{HeartbeatTTL: time.Minute})}))
 	t.Cleanup(hs.Close)
 	ac, err := api.NewClient(api.Config{Address: hs.URL})
 	if err != nil {

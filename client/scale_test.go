@@ -33,7 +33,7 @@ func TestScaleManyClients(t *testing.T) {
 	hctx, hcancel := context.WithCancel(context.Background())
 	defer hcancel()
 	go s.RunHeartbeats(hctx)
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: s}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts), Nodes: s}))
 	defer hs.Close()
 	g0 := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/ctlplane/ctlplane/server/acl"
-	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -75,16 +73,6 @@ func (h *Handler) identify(r *http.Request) (*identity, error) {
 	return &identity{token: tok, authz: authz, secret: secret}, nil
 }
 
-// ensureACLService builds the ACL service over the backend when the
-// caller gave none (Services.ACL); the ACL register functions call it.
-func (h *Handler) ensureACLService() {
-	if h.services.ACL != nil {
-		return
-	}
-	h.services.ACL = acl.NewService(svc.Deps{State: h.backend.State, Raft: h.backend, Now: time.Now, Logger: h.logger}, h.backend.Datacenter(),
-		acl.AllowHTTPKeyURLs(h.backend.IsDev()))
-}
-
 // Permissions, named as in the deny texts.
 const (
 	permACLRead       = "acl:read"
@@ -136,11 +124,17 @@ func (h *Handler) requireManagement(r *http.Request) (*identity, error) {
 // is told that it is the anonymous token, and, on a persistent agent whose
 // ACL system has no management token yet, how to get one.
 func (h *Handler) permissionDenied(id *identity, perm string) error {
-	if id.token == nil || id.token.AccessorID != state.AnonymousTokenID {
-		accessor := ""
-		if id.token != nil {
-			accessor = id.token.AccessorID
-		}
+	accessor := ""
+	if id.token != nil {
+		accessor = id.token.AccessorID
+	}
+	return h.deniedError(accessor, perm)
+}
+
+// deniedError words the refusal of the token accessor (a service's
+// acl.DeniedError, or the handler's own check).
+func (h *Handler) deniedError(accessor, perm string) error {
+	if accessor != state.AnonymousTokenID {
 		return &apiError{code: http.StatusForbidden, msg: fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission '%s'", accessor, perm)}
 	}
 	msg := fmt.Sprintf("Permission denied: anonymous token lacks permission '%s'. The anonymous token is used implicitly when a request does not specify a token.", perm)
@@ -159,19 +153,23 @@ const (
 	anyNamespace               // resolved as usual; "*" means every namespace
 )
 
-// aclQuery reads from one store in namespace ns ("" for kinds without
-// one), keeps its result, and says whether it found anything.
-type aclQuery func(ws memdb.WatchSet, s *state.Store, ns string) (index uint64, found bool, err error)
+// aclQuery reads through the ACL service's reader in namespace ns ("" for
+// kinds without one), keeps its result, and says whether it found anything.
+type aclQuery func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (index uint64, found bool, err error)
 
 // aclRead is the shape every ACL-object read shares: query options,
-// acl:read, the namespace, a blocking query, the read headers, and 404 with
+// the ACL service's reader (it checks acl:read), the namespace, a blocking query, the read headers, and 404 with
 // notFoundMsg when the query found nothing. result returns what it kept.
 func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, mode nsMode, query aclQuery, result func() any, notFoundMsg string) (any, error) {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.require(r, permACLRead)
+	id, err := h.identify(r)
+	if err != nil {
+		return nil, err
+	}
+	reader, err := h.services.ACL.Reader(id.caller())
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +181,7 @@ func (h *Handler) aclRead(w http.ResponseWriter, r *http.Request, mode nsMode, q
 	}
 	found := false
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, ok, err := query(ws, s, ns)
+		idx, ok, err := query(ws, reader.On(s), ns)
 		found = ok
 		return idx, err
 	})

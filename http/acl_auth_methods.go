@@ -15,7 +15,6 @@ import (
 )
 
 func (h *Handler) registerAuthMethods() {
-	h.ensureACLService()
 	h.registerAuthMethodExplain()
 	h.handle("/v1/acl/auth-methods", methods{{http.MethodGet, h.authMethodList}})
 	h.handle("/v1/acl/auth-method", methods{{http.MethodPut, h.authMethodWrite}})
@@ -137,8 +136,8 @@ func missingAuthMethodName(http.ResponseWriter, *http.Request) (any, error) {
 func (h *Handler) authMethodRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
 	var method *state.ACLAuthMethod
-	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
-		idx, found, err := s.ACLAuthMethod(ws, name)
+	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (uint64, bool, error) {
+		idx, found, err := rd.AuthMethod(ws, name)
 		method = found
 		return idx, found != nil && found.Namespace == ns, err
 	}, func() any { return authMethodOutOf(method) }, "Requested auth method does not exist: ACL not found")
@@ -146,8 +145,8 @@ func (h *Handler) authMethodRead(w http.ResponseWriter, r *http.Request) (any, e
 
 func (h *Handler) authMethodList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var out []authMethodStub
-	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
-		idx, all, err := s.ACLAuthMethods(ws)
+	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (uint64, bool, error) {
+		idx, all, err := rd.AuthMethods(ws)
 		out = []authMethodStub{}
 		for _, m := range all {
 			if ns != state.AllNamespaces && m.Namespace != ns {
@@ -167,7 +166,7 @@ func (h *Handler) authMethodList(w http.ResponseWriter, r *http.Request) (any, e
 // with upstream's checks in upstream's order.
 func (h *Handler) authMethodWrite(w http.ResponseWriter, r *http.Request) (any, error) {
 	pathName, update := mux.Vars(r)["name"]
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +185,7 @@ func (h *Handler) authMethodWrite(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	stored, err := h.services.ACL.WriteAuthMethod(update, acl.AuthMethodRequest{
+	stored, err := h.services.ACL.WriteAuthMethod(id.caller(), update, acl.AuthMethodRequest{
 		Name: req.Name, Type: req.Type, DisplayName: req.DisplayName, Description: req.Description,
 		MaxTokenTTL: time.Duration(req.MaxTokenTTL), TokenLocality: req.TokenLocality, Config: req.Config,
 		Namespace: ns,
@@ -199,7 +198,7 @@ func (h *Handler) authMethodWrite(w http.ResponseWriter, r *http.Request) (any, 
 
 func (h *Handler) authMethodDelete(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +206,7 @@ func (h *Handler) authMethodDelete(w http.ResponseWriter, r *http.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	if err := h.services.ACL.DeleteAuthMethod(name, ns); err != nil {
+	if err := h.services.ACL.DeleteAuthMethod(id.caller(), name, ns); err != nil {
 		return nil, err
 	}
 	return true, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -44,6 +45,13 @@ func aclService(ts *servertest.TestServer, clock func() time.Time) *acl.Service 
 	return acl.NewService(deps, ts.Config.Datacenter, acl.AllowHTTPKeyURLs(ts.Config.Dev))
 }
 
+// aclOf is the ACL service the composition root (server/agent/wire.go)
+// builds for srv: ctlhttp.New requires one.
+func aclOf(srv *server.Server) *acl.Service {
+	deps := svc.Deps{State: srv.State, Raft: srv, Now: time.Now, Logger: hclog.NewNullLogger()}
+	return acl.NewService(deps, srv.Datacenter(), acl.AllowHTTPKeyURLs(srv.IsDev()))
+}
+
 // onClock serves ts's API from a handler of its own whose ACL service reads
 // clock (serveOwn).
 func onClock(t testing.TB, ts *servertest.TestServer, clock *fakeClock) (*servertest.TestServer, *ctlhttp.Handler) {
@@ -57,6 +65,9 @@ func onClock(t testing.TB, ts *servertest.TestServer, clock *fakeClock) (*server
 // test that a query is waiting.
 func serveOwn(t testing.TB, ts *servertest.TestServer, services ctlhttp.Services) (*servertest.TestServer, *ctlhttp.Handler) {
 	t.Helper()
+	if services.ACL == nil {
+		services.ACL = aclOf(ts.Server)
+	}
 	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), services)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -41,7 +41,7 @@ type methodExplainResponse struct {
 // oracle for bearer tokens and shows every rule of the method (README,
 // Login explain).
 func (h *Handler) authMethodExplain(w http.ResponseWriter, r *http.Request) (any, error) {
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (h *Handler) authMethodExplain(w http.ResponseWriter, r *http.Request) (any
 	if len(claims) == 0 || bytes.Equal(bytes.TrimSpace(claims), []byte("null")) {
 		claims = nil
 	}
-	ex, err := h.services.ACL.ExplainMethod(r.Context(), acl.MethodExplainRequest{
+	ex, err := h.services.ACL.ExplainMethod(r.Context(), id.caller(), acl.MethodExplainRequest{
 		AuthMethod: mux.Vars(r)["name"], Namespace: ns, BearerToken: req.BearerToken, Claims: claims,
 	})
 	if err != nil {

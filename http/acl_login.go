@@ -8,7 +8,6 @@ import (
 )
 
 func (h *Handler) registerLogin() {
-	h.ensureACLService()
 	h.handle("/v1/acl/login", methods{{http.MethodPost, h.login}})
 	h.handle("/v1/acl/logout", methods{{http.MethodPost, h.logout}})
 	h.handle("/v1/acl/login/explain", methods{{http.MethodPost, h.explain}})
@@ -105,7 +104,8 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) (any, error) {
 // access control off it still evaluates the rules, and says that login
 // would be refused.
 func (h *Handler) explain(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.require(r, permACLRead); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
 	var req explainRequest
@@ -116,7 +116,7 @@ func (h *Handler) explain(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := h.services.ACL.Explain(r.Context(), acl.ExplainRequest{
+	ex, err := h.services.ACL.Explain(r.Context(), id.caller(), acl.ExplainRequest{
 		AuthMethod: req.AuthMethod, BearerToken: req.BearerToken, Identity: req.Identity, Meta: req.Meta,
 		Namespace: ns, NamespaceGiven: given,
 	})

@@ -10,7 +10,6 @@ import (
 )
 
 func (h *Handler) registerPolicies() {
-	h.ensureACLService()
 	h.handle("/v1/acl/policies", methods{{http.MethodGet, h.policyList}})
 	h.handle("/v1/acl/policy", methods{{http.MethodPut, h.policyWrite}})
 	h.handle("/v1/acl/policy/name/{name:.+}", methods{{http.MethodGet, h.policyReadByName}})
@@ -49,8 +48,8 @@ type policyListEntry struct {
 
 func (h *Handler) policyList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var out []policyListEntry
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, policies, err := s.ACLPolicies(ws)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, policies, err := rd.Policies(ws)
 		out = make([]policyListEntry, len(policies))
 		for i, p := range policies {
 			out[i] = policyListEntry{p.ID, p.Name, p.Description, p.Datacenters, p.Hash, p.CreateIndex, p.ModifyIndex}
@@ -65,8 +64,8 @@ func (h *Handler) policyRead(w http.ResponseWriter, r *http.Request) (any, error
 		return nil, err
 	}
 	var out *state.ACLPolicy
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, p, err := s.ACLPolicy(ws, id)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, p, err := rd.Policy(ws, id)
 		out = p
 		return idx, p != nil, err
 	}, func() any { return out }, "Requested policy does not exist: ACL not found")
@@ -75,8 +74,8 @@ func (h *Handler) policyRead(w http.ResponseWriter, r *http.Request) (any, error
 func (h *Handler) policyReadByName(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
 	var out *state.ACLPolicy
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, p, err := s.ACLPolicyByName(ws, name)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, p, err := rd.PolicyByName(ws, name)
 		out = p
 		return idx, p != nil, err
 	}, func() any { return out }, "Requested policy does not exist: ACL not found")
@@ -89,14 +88,15 @@ func (h *Handler) policyWrite(w http.ResponseWriter, r *http.Request) (any, erro
 			return nil, err
 		}
 	}
-	if _, err := h.require(r, permACLWrite); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
 	var req policyRequest
 	if err := decodeBody(r, "Policy", &req); err != nil {
 		return nil, err
 	}
-	return h.services.ACL.WritePolicy(pathVal, acl.PolicyRequest{
+	return h.services.ACL.WritePolicy(id.caller(), pathVal, acl.PolicyRequest{
 		ID: req.ID, Name: req.Name, Description: req.Description, Rules: req.Rules, Datacenters: req.Datacenters,
 	})
 }
@@ -106,10 +106,11 @@ func (h *Handler) policyDelete(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.require(r, permACLWrite); err != nil {
+	caller, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
-	if err := h.services.ACL.DeletePolicy(id); err != nil {
+	if err := h.services.ACL.DeletePolicy(caller.caller(), id); err != nil {
 		return nil, err
 	}
 	return true, nil

@@ -10,7 +10,6 @@ import (
 )
 
 func (h *Handler) registerRoles() {
-	h.ensureACLService()
 	h.handle("/v1/acl/roles", methods{{http.MethodGet, h.roleList}})
 	h.handle("/v1/acl/role", methods{{http.MethodPut, h.roleWrite}})
 	h.handle("/v1/acl/role/name/{name:.+}", methods{{http.MethodGet, h.roleReadByName}})
@@ -38,8 +37,8 @@ type roleRequest struct {
 func (h *Handler) roleList(w http.ResponseWriter, r *http.Request) (any, error) {
 	policy := r.URL.Query().Get("policy")
 	var out []*state.ACLRole
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, roles, err := acl.ListRoles(ws, s, policy)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, roles, err := rd.Roles(ws, policy)
 		out = roles
 		return idx, true, err
 	}, func() any { return out }, "")
@@ -50,25 +49,22 @@ func (h *Handler) roleRead(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return h.roleReadBy(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, *state.ACLRole, error) {
-		return s.ACLRole(ws, id)
+	return h.roleReadBy(w, r, func(ws memdb.WatchSet, rd acl.StoreReader) (uint64, *state.ACLRole, error) {
+		return rd.Role(ws, id)
 	})
 }
 
 func (h *Handler) roleReadByName(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
-	return h.roleReadBy(w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, *state.ACLRole, error) {
-		return s.ACLRoleByName(ws, name)
+	return h.roleReadBy(w, r, func(ws memdb.WatchSet, rd acl.StoreReader) (uint64, *state.ACLRole, error) {
+		return rd.RoleByName(ws, name)
 	})
 }
 
-func (h *Handler) roleReadBy(w http.ResponseWriter, r *http.Request, get func(memdb.WatchSet, *state.Store) (uint64, *state.ACLRole, error)) (any, error) {
+func (h *Handler) roleReadBy(w http.ResponseWriter, r *http.Request, get func(memdb.WatchSet, acl.StoreReader) (uint64, *state.ACLRole, error)) (any, error) {
 	var out *state.ACLRole
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, role, err := get(ws, s)
-		if err == nil && role != nil {
-			role, err = acl.RoleView(ws, s, role)
-		}
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, role, err := get(ws, rd)
 		out = role
 		return idx, role != nil, err
 	}, func() any { return out }, "Requested role does not exist: ACL not found")
@@ -81,14 +77,15 @@ func (h *Handler) roleWrite(w http.ResponseWriter, r *http.Request) (any, error)
 			return nil, err
 		}
 	}
-	if _, err := h.require(r, permACLWrite); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
 	var req roleRequest
 	if err := decodeBody(r, "Role", &req); err != nil {
 		return nil, err
 	}
-	return h.services.ACL.WriteRole(pathVal, acl.RoleRequest{
+	return h.services.ACL.WriteRole(id.caller(), pathVal, acl.RoleRequest{
 		ID: req.ID, Name: req.Name, Description: req.Description, Policies: req.Policies,
 		ServiceIdentities: req.ServiceIdentities, NodeIdentities: req.NodeIdentities,
 	})
@@ -99,10 +96,11 @@ func (h *Handler) roleDelete(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.require(r, permACLWrite); err != nil {
+	caller, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
-	if err := h.services.ACL.DeleteRole(id); err != nil {
+	if err := h.services.ACL.DeleteRole(caller.caller(), id); err != nil {
 		return nil, err
 	}
 	return true, nil

@@ -13,7 +13,6 @@ import (
 )
 
 func (h *Handler) registerTokens() {
-	h.ensureACLService()
 	h.handle("/v1/acl/bootstrap", methods{{http.MethodPut, h.aclBootstrap}})
 	h.handle("/v1/acl/tokens", methods{{http.MethodGet, h.tokenList}})
 	h.handle("/v1/acl/token", methods{{http.MethodPut, h.tokenWrite}})
@@ -71,16 +70,11 @@ type tokenRequest struct {
 }
 
 func (h *Handler) tokenList(w http.ResponseWriter, r *http.Request) (any, error) {
-	id, err := h.identify(r)
-	if err != nil {
-		return nil, err
-	}
-	show := id.authz.ACLWrite()
 	q := r.URL.Query()
 	filter := acl.TokenFilter{Policy: q.Get("policy"), Role: q.Get("role"), AuthMethod: q.Get("authmethod")}
 	var out []*state.ACLToken
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, tokens, err := h.services.ACL.ListTokens(ws, s, filter, show)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, tokens, err := rd.Tokens(ws, filter)
 		out = tokens
 		return idx, true, err
 	}, func() any { return out }, "")
@@ -91,14 +85,9 @@ func (h *Handler) tokenRead(w http.ResponseWriter, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.identify(r)
-	if err != nil {
-		return nil, err
-	}
-	show := id.authz.ACLWrite()
 	var out *state.ACLToken
-	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, s *state.Store, _ string) (uint64, bool, error) {
-		idx, t, err := h.services.ACL.ReadToken(ws, s, accessor, show)
+	return h.aclRead(w, r, noNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, _ string) (uint64, bool, error) {
+		idx, t, err := rd.Token(ws, accessor)
 		out = t
 		return idx, t != nil, err
 	}, func() any { return out }, "Requested token does not exist: ACL not found")
@@ -165,7 +154,7 @@ func (h *Handler) tokenWrite(w http.ResponseWriter, r *http.Request) (any, error
 			return nil, err
 		}
 	}
-	caller, err := h.require(r, permACLWrite)
+	caller, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -186,12 +175,12 @@ func (h *Handler) tokenWrite(w http.ResponseWriter, r *http.Request) (any, error
 		Namespace: ns,
 	}
 	if !update {
-		return h.services.ACL.CreateToken(in)
+		return h.services.ACL.CreateToken(caller.caller(), in)
 	}
 	if req.Namespace == "" {
 		in.Namespace = "" // an update keeps the token's namespace unless the body names one
 	}
-	return h.services.ACL.UpdateToken(pathVal, in)
+	return h.services.ACL.UpdateToken(caller.caller(), pathVal, in)
 }
 
 func (h *Handler) tokenDelete(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -199,15 +188,11 @@ func (h *Handler) tokenDelete(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	caller, err := h.require(r, permACLWrite)
+	caller, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
-	self := ""
-	if caller.token != nil {
-		self = caller.token.AccessorID
-	}
-	if err := h.services.ACL.DeleteToken(accessor, self); err != nil {
+	if err := h.services.ACL.DeleteToken(caller.caller(), accessor); err != nil {
 		return nil, err
 	}
 	return true, nil

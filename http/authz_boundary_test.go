@@ -49,7 +49,7 @@ func newAuthzWorld(t *testing.T) *authzWorld {
 	var allocs []*state.Allocation
 	w.prod, allocs = f.Deploy(prodJob)
 	w.prodAlloc = allocs[0].ID
-	hs := httptest.NewServer(ctlhttp.New(f.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(f.Deps), Deployments: deployments.New(f.Deps)}))
+	hs := httptest.NewServer(ctlhttp.New(f.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(f.Server), Jobs: jobs.New(f.Deps), Deployments: deployments.New(f.Deps)}))
 	t.Cleanup(hs.Close)
 	w.url = hs.URL
 	// A real evaluation in prod: a job registered there through the API.
@@ -135,6 +135,15 @@ func TestServicesCheckTheirCaller(t *testing.T) {
 			"unblock": func() error { _, err := ops.Unblock(caller, w.prod.ID); return err },
 			"register": func() error {
 				_, err := js.Register(caller, deploytest.Job("prod", "api", "v1", deploytest.Group{Name: "g", Count: 2}), state.JobRegisterOptions{})
+				return err
+			},
+			// A submission is refused before it is parsed: this spec is not a valid job.
+			"submit": func() error {
+				_, err := js.Submit(caller, jobs.Submission{Spec: []byte(`{"ID":"api","Namespace":"prod"}`), Namespace: "default"}, state.JobRegisterOptions{})
+				return err
+			},
+			"plan submission": func() error {
+				_, err := js.PlanSubmission(caller, jobs.Submission{Spec: []byte(`{"ID":"api","Namespace":"prod"}`), Namespace: "default"}, false)
 				return err
 			},
 			"deregister": func() error { _, err := js.Deregister(caller, "prod", "api", true, 0); return err },

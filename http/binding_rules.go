@@ -10,7 +10,6 @@ import (
 )
 
 func (h *Handler) registerBindingRules() {
-	h.ensureACLService()
 	h.handle("/v1/acl/binding-rules", methods{{http.MethodGet, h.bindingRuleList}})
 	h.handle("/v1/acl/binding-rule", methods{{http.MethodPut, h.bindingRuleWrite}})
 	h.handle("/v1/acl/binding-rule/", methods{
@@ -73,8 +72,8 @@ func (h *Handler) bindingRuleRead(w http.ResponseWriter, r *http.Request) (any, 
 		return nil, err
 	}
 	var rule *state.BindingRule
-	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
-		idx, found, err := s.BindingRule(ws, ruleID, ns)
+	return h.aclRead(w, r, oneNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (uint64, bool, error) {
+		idx, found, err := rd.BindingRule(ws, ruleID, ns)
 		rule = found
 		return idx, found != nil, err
 	}, func() any { return encodeOnce(rule) }, "Requested binding rule does not exist: ACL not found")
@@ -83,8 +82,8 @@ func (h *Handler) bindingRuleRead(w http.ResponseWriter, r *http.Request) (any, 
 func (h *Handler) bindingRuleList(w http.ResponseWriter, r *http.Request) (any, error) {
 	authMethod := r.URL.Query().Get("authmethod")
 	var out []bindingRuleListEntry
-	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, bool, error) {
-		idx, rules, err := s.BindingRules(ws, ns, authMethod)
+	return h.aclRead(w, r, anyNamespace, func(ws memdb.WatchSet, rd acl.StoreReader, ns string) (uint64, bool, error) {
+		idx, rules, err := rd.BindingRules(ws, ns, authMethod)
 		out = make([]bindingRuleListEntry, len(rules))
 		for i, rule := range rules {
 			out[i] = bindingRuleListEntry(*rule)
@@ -101,7 +100,7 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 			return nil, err
 		}
 	}
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +115,7 @@ func (h *Handler) bindingRuleWrite(w http.ResponseWriter, r *http.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	return h.services.ACL.WriteBindingRule(pathVal, acl.BindingRuleRequest{
+	return h.services.ACL.WriteBindingRule(id.caller(), pathVal, acl.BindingRuleRequest{
 		Description: req.Description, AuthMethod: req.AuthMethod, Selector: req.Selector,
 		BindType: req.BindType, BindName: req.BindName, Namespace: ns, HasBindVars: req.BindVars != nil,
 	})
@@ -127,7 +126,7 @@ func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	id, err := h.require(r, permACLWrite)
+	id, err := h.identify(r)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +134,7 @@ func (h *Handler) bindingRuleDelete(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	if err := h.services.ACL.DeleteBindingRule(ruleID, ns); err != nil {
+	if err := h.services.ACL.DeleteBindingRule(id.caller(), ruleID, ns); err != nil {
 		return nil, err
 	}
 	return true, nil

@@ -275,7 +275,7 @@ func TestDeploymentWriteErrors(t *testing.T) {
 // With no deployment service, writes are 501; reads are served.
 func TestDeploymentWritesWithoutService(t *testing.T) {
 	w := newWorld(t)
-	srv := httptest.NewServer(ctlhttp.New(w.f.Server, hclog.NewNullLogger(), ctlhttp.Services{}))
+	srv := httptest.NewServer(ctlhttp.New(w.f.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(w.f.Server)}))
 	defer srv.Close()
 	do := func(method, path string) (int, string) {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)

@@ -1,6 +1,7 @@
-// Package http serves ctlplane's HTTP API. It validates requests, turns
-// writes into one Raft log entry through Backend.Apply, and answers reads
-// from the state store, blocking when asked to.
+// Package http serves ctlplane's HTTP API. A handler decodes a request,
+// resolves its token, calls a domain service (Services), which decides
+// whether the caller may act and writes through Raft, and encodes the
+// answer; reads block when asked to.
 package http
 
 import (
@@ -17,8 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/limits"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
@@ -30,7 +31,6 @@ import (
 // crosses it.
 type Backend interface {
 	StateReader
-	fsm.Applier // writes: fsm.Apply(backend, fsm.Command, &req)
 	ReadChecker
 	Operator
 	AgentInfo
@@ -105,6 +105,11 @@ func (h *Handler) BlockedQueries() int64 { return h.blocked.Load() }
 
 // New returns the API handler over backend, with the orchestrator's domain services.
 func New(backend Backend, logger hclog.Logger, services Services) *Handler {
+	if services.ACL == nil {
+		// Every request's token is resolved by it; the composition root
+		// (server/agent/wire.go) builds it.
+		panic("http.New: Services.ACL is nil")
+	}
 	h := &Handler{backend: backend, logger: logger.Named("http"), router: mux.NewRouter(), services: services}
 	// Paths are matched as sent: cleaning would answer "//v1/..." with a
 	// redirect (which turns a PUT into a GET) instead of a 404.
@@ -265,6 +270,10 @@ func (h *Handler) serve(rw http.ResponseWriter, r *http.Request, route string, b
 	}
 	obj, err := fn(w, r)
 	if err != nil {
+		var denied *acl.DeniedError
+		if errors.As(err, &denied) {
+			err = h.deniedError(denied.AccessorID, denied.Perm)
+		}
 		code, msg := errorStatus(err)
 		if code >= 500 {
 			h.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", msg)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/server/jobs/jobdiff"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
@@ -246,23 +247,19 @@ func (h *Handler) jobRegister(w http.ResponseWriter, r *http.Request) (any, erro
 	if req.PreserveResources {
 		return nil, badRequest("PreserveResources is not supported")
 	}
-	// Nomad's order: the path ID and permission first, then validation.
-	var head struct {
-		ID        *string
-		Namespace *string
-	}
+	// Nomad's order: the path ID and permission first (the service checks
+	// submit-job before it parses), then validation.
+	var head struct{ ID *string }
 	_ = json.Unmarshal(req.Job, &head) // a malformed job is reported by Parse
 	if pathID, ok := mux.Vars(r)["job"]; ok && head.ID != nil && *head.ID != "" && *head.ID != pathID {
 		return nil, badRequest("Job ID does not match name")
 	}
-	id, job, err := h.submittedJob(r, req.Job, req.Namespace, head.Namespace)
+	caller, sub, err := h.submission(r, req.Job, req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	if pathID, ok := mux.Vars(r)["job"]; ok && job.ID != pathID {
-		return nil, badRequest("Job ID does not match name")
-	}
-	res, err := h.services.Jobs.Register(id.caller(), job, state.JobRegisterOptions{
+	sub.PathID = mux.Vars(r)["job"]
+	res, err := h.services.Jobs.Submit(caller, sub, state.JobRegisterOptions{
 		EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex,
 		PreserveCounts: req.PreserveCounts, EvalPriority: req.EvalPriority,
 	})
@@ -273,34 +270,22 @@ func (h *Handler) jobRegister(w http.ResponseWriter, r *http.Request) (any, erro
 	return &jobWriteResponse{EvalID: res.EvalID, EvalCreateIndex: res.EvalCreateIndex, JobModifyIndex: res.JobModifyIndex, Index: res.Index}, nil
 }
 
-// submittedJob resolves the caller and the namespace of a job a request
-// submits (the query's, else the body's, else the usual resolution),
-// checks submit-job where the job would land (Nomad's order: before
-// validation), and parses it. jobNS is the namespace the job itself names.
-func (h *Handler) submittedJob(r *http.Request, raw json.RawMessage, bodyNS string, jobNS *string) (*identity, *state.Job, error) {
+// submission resolves the caller and the namespace of a job a request
+// submits (the query's, else the body's, else the usual resolution); the
+// jobs service checks submit-job where the job would land.
+func (h *Handler) submission(r *http.Request, raw json.RawMessage, bodyNS string) (acl.Caller, jobs.Submission, error) {
 	id, err := h.jobIdentity(r)
 	if err != nil {
-		return nil, nil, err
+		return acl.Caller{}, jobs.Submission{}, err
 	}
 	ns := r.URL.Query().Get("namespace")
 	if ns == "" {
 		ns = bodyNS
 	}
 	if ns, err = resolveNamespace(r, ns, id, false); err != nil {
-		return nil, nil, err
+		return acl.Caller{}, jobs.Submission{}, err
 	}
-	target := ns
-	if jobNS != nil && *jobNS != "" {
-		target = *jobNS
-	}
-	if !id.authz.NamespaceCapability(target, acl.CapSubmitJob) {
-		return nil, nil, jobDenied
-	}
-	job, err := h.services.Jobs.Parse(raw, ns)
-	if err != nil {
-		return nil, nil, err
-	}
-	return id, job, nil
+	return id.caller(), jobs.Submission{Spec: raw, Namespace: ns}, nil
 }
 
 // jobWriteTarget resolves the caller and namespace of a write on the path's

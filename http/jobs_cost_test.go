@@ -112,7 +112,7 @@ func TestJobPatternCost(t *testing.T) {
 func withJobsCap(t *testing.T, ts *servertest.TestServer, maxAllocs int) *servertest.TestServer {
 	t.Helper()
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts.Server),
 		Jobs: jobs.New(deps, jobs.MaxJobAllocs(maxAllocs)), Namespaces: namespaces.New(deps)}))
 	t.Cleanup(hs.Close)
 	return &servertest.TestServer{Agent: ts.Agent, Config: ts.Config, URL: hs.URL}

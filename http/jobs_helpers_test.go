@@ -40,7 +40,7 @@ func startJobs(t *testing.T, opts ...servertest.Option) *servertest.TestServer {
 	if err != nil {
 		t.Fatalf("starting server: %v", err)
 	}
-	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{})); err != nil {
+	if err := srv.Serve(ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{ACL: aclOf(srv)})); err != nil {
 		srv.Shutdown()
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func startJobs(t *testing.T, opts ...servertest.Option) *servertest.TestServer {
 func withJobs(t *testing.T, ts *servertest.TestServer) *servertest.TestServer {
 	t.Helper()
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Jobs: jobs.New(deps), Namespaces: namespaces.New(deps)}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts.Server), Jobs: jobs.New(deps), Namespaces: namespaces.New(deps)}))
 	t.Cleanup(hs.Close)
 	return &servertest.TestServer{Agent: ts.Agent, Config: ts.Config, URL: hs.URL}
 }

@@ -16,9 +16,10 @@ import (
 
 // JobPlanner is the jobs service's dry run (see server/jobs Plan).
 type JobPlanner interface {
-	// Plan says what registering job would do, committing nothing; with
-	// diff, the annotated diff from the current version.
-	Plan(caller acl.Caller, job *state.Job, diff bool) (*jobs.PlanResult, error)
+	// PlanSubmission says what registering a submitted job would do,
+	// committing nothing; with diff, the annotated diff from the current
+	// version. It checks submit-job where the job would land.
+	PlanSubmission(caller acl.Caller, sub jobs.Submission, diff bool) (*jobs.PlanResult, error)
 }
 
 // registerJobPlan serves Nomad's PUT|POST /v1/job/:id/plan.
@@ -68,10 +69,7 @@ func (h *Handler) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	if t := strings.TrimSpace(string(req.Job)); t == "" || t == "null" {
 		return nil, badRequest("Job must be specified")
 	}
-	var head struct {
-		ID        *string
-		Namespace *string
-	}
+	var head struct{ ID *string }
 	_ = json.Unmarshal(req.Job, &head) // a malformed job is reported by Parse
 	if head.ID == nil || *head.ID == "" {
 		return nil, badRequest("Job must have a valid ID")
@@ -79,12 +77,13 @@ func (h *Handler) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	if *head.ID != mux.Vars(r)["job"] {
 		return nil, badRequest("Job ID does not match")
 	}
-	// Nomad's plan needs submit-job where the job would be registered.
-	id, job, err := h.submittedJob(r, req.Job, req.Namespace, head.Namespace)
+	// Nomad's plan needs submit-job where the job would be registered:
+	// the service checks it.
+	caller, sub, err := h.submission(r, req.Job, req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	res, err := planner.Plan(id.caller(), job, req.Diff)
+	res, err := planner.PlanSubmission(caller, sub, req.Diff)
 	if err != nil {
 		return nil, err
 	}

@@ -2,17 +2,16 @@ package http
 
 import (
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/state"
 )
 
 // JobService is what the jobs endpoints call (see server/jobs).
 type JobService interface {
-	// Parse decodes a job in Nomad's JSON job format (the body's "Job"
-	// value), fills in Nomad's defaults and validates it; ns is the
-	// namespace of a job that names none.
-	Parse(raw []byte, ns string) (*state.Job, error)
-	// Register registers a parsed job with a job-register evaluation.
-	Register(caller acl.Caller, job *state.Job, opts state.JobRegisterOptions) (*state.JobWriteResult, error)
+	// Submit parses a submitted job (Nomad's JSON job format, Nomad's
+	// defaults, validation) and registers it with a job-register
+	// evaluation; it checks submit-job where the job lands, first.
+	Submit(caller acl.Caller, sub jobs.Submission, opts state.JobRegisterOptions) (*state.JobWriteResult, error)
 	// Deregister stops a job, or with purge removes it, with a
 	// job-deregister evaluation.
 	Deregister(caller acl.Caller, ns, id string, purge bool, evalPriority int) (*state.JobWriteResult, error)

@@ -27,7 +27,7 @@ func ndStart(t *testing.T, opts ...servertest.Option) *ntEnv {
 	clock := &ntClock{now: time.Now().UTC().Truncate(time.Second)}
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: clock.Now, Logger: hclog.NewNullLogger()}
 	s := nodes.New(deps, nodes.Config{HeartbeatTTL: time.Hour})
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: s, NodeDrain: s}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts.Server), Nodes: s, NodeDrain: s}))
 	t.Cleanup(hs.Close)
 	view := *ts
 	view.URL = hs.URL

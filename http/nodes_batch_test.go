@@ -75,7 +75,7 @@ func batchEnv(t *testing.T, n int) (*ntEnv, *gatedRaft, []*batchNode) {
 	gate := &gatedRaft{inner: ts.Server}
 	deps := svc.Deps{State: ts.Server.State, Raft: gate, Now: clock.Now, Logger: hclog.NewNullLogger()}
 	s := nodes.New(deps, nodes.Config{HeartbeatTTL: time.Minute})
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: s}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts.Server), Nodes: s}))
 	t.Cleanup(hs.Close)
 	view := *ts
 	view.URL = hs.URL

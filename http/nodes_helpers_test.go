@@ -58,7 +58,7 @@ func ntStartWith(t *testing.T, cfg nodes.Config, opts ...servertest.Option) *ntE
 	clock := &ntClock{now: time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)}
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: clock.Now, Logger: hclog.NewNullLogger()}
 	s := nodes.New(deps, cfg)
-	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{Nodes: s}))
+	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts.Server), Nodes: s}))
 	t.Cleanup(hs.Close)
 	// A TestServer value whose Do goes to our handler.
 	view := *ts

@@ -6,7 +6,7 @@ import "github.com/ctlplane/ctlplane/server/acl"
 // interface is declared, with what its endpoints call, in the file of those
 // endpoints; a nil service leaves its endpoints answering 501.
 type Services struct {
-	// ACL serves the /v1/acl endpoints; nil builds one over the backend.
+	// ACL serves the /v1/acl endpoints and resolves every request's token (required).
 	ACL         *acl.Service
 	NodePools   NodePoolService
 	Jobs        JobService

@@ -41,7 +41,7 @@ func TestStatus(t *testing.T) {
 // metrics by every server itself, everything else by the leader.
 func TestRoutesDeclareWhereTheyAreAnswered(t *testing.T) {
 	ts := servertest.Start(t)
-	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{})
+	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts.Server)})
 	for _, tc := range []struct {
 		method, path string
 		local        bool

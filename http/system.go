@@ -3,13 +3,15 @@ package http
 import (
 	"net/http"
 
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/gc"
 )
 
 // SystemService is what the /v1/system endpoints call.
 type SystemService interface {
-	// Collect garbage-collects now; force ignores the thresholds.
-	Collect(force bool) (*gc.Result, error)
+	// ForceCollect garbage-collects now, thresholds ignored, for a
+	// management caller.
+	ForceCollect(caller acl.Caller) (*gc.Result, error)
 }
 
 func (h *Handler) registerSystem() {
@@ -21,11 +23,12 @@ func (h *Handler) registerSystem() {
 // Unlike Nomad, which only queues the collection, it answers once it is
 // done, with what it deleted.
 func (h *Handler) systemGC(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.requireManagement(r); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
 	if h.services.System == nil {
 		return nil, &apiError{code: http.StatusNotImplemented, msg: "garbage collection is not available on this server"}
 	}
-	return h.services.System.Collect(true)
+	return h.services.System.ForceCollect(id.caller())
 }

@@ -31,7 +31,9 @@ import (
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/limits"
 	"github.com/ctlplane/ctlplane/server"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/servertest"
+	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -145,7 +147,7 @@ type writeRoute struct{ path, method string }
 func writeRoutes(t *testing.T, ts *servertest.TestServer) []writeRoute {
 	t.Helper()
 	var out []writeRoute
-	for _, tmpl := range ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{}).Routes() {
+	for _, tmpl := range ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: acl.NewService(svc.Deps{State: ts.Server.State, Raft: ts.Server}, ts.Config.Datacenter)}).Routes() {
 		if strings.HasPrefix(tmpl, "/ui") || !strings.HasPrefix(tmpl, "/v1/") {
 			continue
 		}

@@ -1,6 +1,11 @@
 package acl
 
-import "github.com/ctlplane/ctlplane/state"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ctlplane/ctlplane/state"
+)
 
 // Caller is who asks a domain service to act: the authorizer resolved from
 // the caller's token (ManageAll with ACLs off) and the token's accessor,
@@ -20,7 +25,10 @@ func Internal() Caller { return Caller{Authz: ManageAll()} }
 var ErrPermissionDenied = &state.Error{Code: state.ErrForbidden, Msg: "Permission denied"}
 
 // IsPermissionDenied says whether err is a Caller's refusal.
-func IsPermissionDenied(err error) bool { return err == ErrPermissionDenied }
+func IsPermissionDenied(err error) bool {
+	var d *DeniedError
+	return err == ErrPermissionDenied || errors.As(err, &d)
+}
 
 // authz is the caller's authorizer; a Caller built without one allows
 // nothing (a forgotten field fails closed).
@@ -51,6 +59,65 @@ func (c Caller) RequireNodeRead() error {
 // operator's capability: drain, eligibility; an introduction token).
 func (c Caller) RequireNodeWrite() error {
 	if !c.authz().NodeWrite() {
+		return ErrPermissionDenied
+	}
+	return nil
+}
+
+// DeniedError is a refusal of Consul's ACL API, whose 403 names the
+// permission lacked and the token that lacked it (the transport words it).
+type DeniedError struct {
+	// Perm is the permission lacked, as the deny texts name it: "acl:read",
+	// "acl:write".
+	Perm string
+	// AccessorID is the refused caller's token.
+	AccessorID string
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission '%s'", e.AccessorID, e.Perm)
+}
+
+// Permissions of the ACL API, named as in its deny texts.
+const (
+	PermACLRead  = "acl:read"
+	PermACLWrite = "acl:write"
+	// PermManagement is a management token's: snapshot, forced GC.
+	PermManagement = "management"
+)
+
+func (c Caller) denied(perm string) error { return &DeniedError{Perm: perm, AccessorID: c.AccessorID} }
+
+// RequireACLRead refuses unless the caller may read ACL objects.
+func (c Caller) RequireACLRead() error {
+	if !c.authz().ACLRead() {
+		return c.denied(PermACLRead)
+	}
+	return nil
+}
+
+// RequireACLWrite refuses unless the caller may change ACL objects.
+func (c Caller) RequireACLWrite() error {
+	if !c.authz().ACLWrite() {
+		return c.denied(PermACLWrite)
+	}
+	return nil
+}
+
+// RequireManagement refuses unless the caller is management (a
+// DeniedError naming "management", as Consul's deny text does).
+func (c Caller) RequireManagement() error {
+	if !c.authz().IsManagement() {
+		return c.denied(PermManagement)
+	}
+	return nil
+}
+
+// RequireOperatorWrite refuses unless the caller holds operator:write or
+// is management: the cluster-wide writes of namespaces and node pools
+// (Nomad asks management; ctlplane's ACL model has no node_pool rules).
+func (c Caller) RequireOperatorWrite() error {
+	if a := c.authz(); !a.IsManagement() && !a.OperatorWrite() {
 		return ErrPermissionDenied
 	}
 	return nil

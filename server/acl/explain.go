@@ -58,7 +58,10 @@ type Explanation struct {
 // minting anything and reports the verdict of each. A login refusal is the
 // explanation's LoginErr; an error return means the explain itself failed
 // (a bad identity, keys that cannot be fetched, a store failure).
-func (s *Service) Explain(ctx context.Context, req ExplainRequest) (*Explanation, error) {
+func (s *Service) Explain(ctx context.Context, caller Caller, req ExplainRequest) (*Explanation, error) {
+	if err := caller.RequireACLRead(); err != nil {
+		return nil, err
+	}
 	if (req.BearerToken == "") == (req.Identity == nil) {
 		return nil, invalid("Explain needs exactly one of BearerToken or Identity")
 	}

@@ -64,7 +64,10 @@ type MethodExplanation struct {
 // that is wrong (an unknown method, a token that does not validate, claims
 // that do not project) is an error; a login refusal is the explanation's
 // LoginErr.
-func (s *Service) ExplainMethod(ctx context.Context, req MethodExplainRequest) (*MethodExplanation, error) {
+func (s *Service) ExplainMethod(ctx context.Context, caller Caller, req MethodExplainRequest) (*MethodExplanation, error) {
+	if err := caller.RequireACLWrite(); err != nil {
+		return nil, err
+	}
 	if (req.BearerToken == "") == (req.Claims == nil) {
 		return nil, invalid("Explain needs exactly one of BearerToken or Claims")
 	}

@@ -16,7 +16,7 @@ func TestServiceRuleChecksFollowMethodUpdate(t *testing.T) {
 	k := newKey(t)
 	method := func(update bool, target string) {
 		t.Helper()
-		_, err := s.WriteAuthMethod(update, acl.AuthMethodRequest{
+		_, err := s.WriteAuthMethod(acl.Internal(), update, acl.AuthMethodRequest{
 			Name: "m", Type: "jwt", Namespace: "default",
 			Config: map[string]any{"JWTValidationPubKeys": []any{k.pem(t)}, "ClaimMappings": map[string]any{"sub": target}},
 		})
@@ -25,7 +25,7 @@ func TestServiceRuleChecksFollowMethodUpdate(t *testing.T) {
 		}
 	}
 	rule := func(bindName, selector string) error {
-		_, err := s.WriteBindingRule("", acl.BindingRuleRequest{AuthMethod: "m", BindType: "service", BindName: bindName, Selector: selector, Namespace: "default"})
+		_, err := s.WriteBindingRule(acl.Internal(), "", acl.BindingRuleRequest{AuthMethod: "m", BindType: "service", BindName: bindName, Selector: selector, Namespace: "default"})
 		return err
 	}
 	method(false, "name")
@@ -46,7 +46,7 @@ func TestServiceRuleChecksFollowMethodUpdate(t *testing.T) {
 	wantCode(t, rule("svc4", "value.name == a"), state.ErrInvalid,
 		`invalid Binding Rule: Selector is invalid: Selector "value.name" is not valid`)
 
-	if err := s.DeleteAuthMethod("m", "default"); err != nil {
+	if err := s.DeleteAuthMethod(acl.Internal(), "m", "default"); err != nil {
 		t.Fatal(err)
 	}
 	method(false, "name")

@@ -32,7 +32,10 @@ const newIDAttempts = 8
 
 // WriteBindingRule creates a rule (id "") or replaces the one with that ID
 // in req.Namespace.
-func (s *Service) WriteBindingRule(id string, req BindingRuleRequest) (*state.BindingRule, error) {
+func (s *Service) WriteBindingRule(caller Caller, id string, req BindingRuleRequest) (*state.BindingRule, error) {
+	if err := caller.RequireACLWrite(); err != nil {
+		return nil, err
+	}
 	update := id != ""
 	if !update && req.AuthMethod == "" {
 		return nil, invalid("Invalid Binding Rule: no AuthMethod is set")
@@ -118,7 +121,10 @@ func (s *Service) checkBindingRuleMethod(methodName, ruleID, ns, selector, bindT
 }
 
 // DeleteBindingRule deletes the rule with that ID from namespace ns.
-func (s *Service) DeleteBindingRule(id, ns string) error {
+func (s *Service) DeleteBindingRule(caller Caller, id, ns string) error {
+	if err := caller.RequireACLWrite(); err != nil {
+		return err
+	}
 	_, err := fsm.Apply(s.deps.Raft, fsm.BindingRuleDelete, &fsm.BindingRuleDeleteRequest{ID: id, Namespace: ns})
 	if IsNotFound(err) {
 		return notFound("Cannot find binding rule to delete")
@@ -148,7 +154,10 @@ type AuthMethodRequest struct {
 
 // WriteAuthMethod creates a method or (update) replaces the one named
 // req.Name, with upstream's checks in upstream's order.
-func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.ACLAuthMethod, error) {
+func (s *Service) WriteAuthMethod(caller Caller, update bool, req AuthMethodRequest) (*state.ACLAuthMethod, error) {
+	if err := caller.RequireACLWrite(); err != nil {
+		return nil, err
+	}
 	if req.Name == "" {
 		return nil, invalid("Invalid Auth Method: no Name is set")
 	}
@@ -220,7 +229,10 @@ func (s *Service) WriteAuthMethod(update bool, req AuthMethodRequest) (*state.AC
 
 // DeleteAuthMethod deletes the method named name in namespace ns, with its
 // binding rules and the tokens it minted.
-func (s *Service) DeleteAuthMethod(name, ns string) error {
+func (s *Service) DeleteAuthMethod(caller Caller, name, ns string) error {
+	if err := caller.RequireACLWrite(); err != nil {
+		return err
+	}
 	errMissing := notFound("Cannot find auth method to delete")
 	_, method, err := s.deps.State().ACLAuthMethod(memdb.NewWatchSet(), name)
 	if err != nil {

@@ -26,13 +26,13 @@ func TestCreateBindingRuleRetriesTakenIDs(t *testing.T) {
 	}
 
 	acl.SetNewID(s, func() string { return taken })
-	if r, err := s.WriteBindingRule("", req); err != nil || r.ID != taken {
+	if r, err := s.WriteBindingRule(acl.Internal(), "", req); err != nil || r.ID != taken {
 		t.Fatalf("first create: %+v %v, want the rule %s", r, err, taken)
 	}
 
 	calls := 0
 	acl.SetNewID(s, func() string { calls++; return taken })
-	r, err := s.WriteBindingRule("", req)
+	r, err := s.WriteBindingRule(acl.Internal(), "", req)
 	if err == nil || err.Error() != "could not find an unused binding rule ID: every candidate was taken" || r != nil {
 		t.Fatalf("every candidate taken: %+v %v", r, err)
 	}
@@ -48,7 +48,7 @@ func TestCreateBindingRuleRetriesTakenIDs(t *testing.T) {
 		}
 		return free
 	})
-	if r, err := s.WriteBindingRule("", req); err != nil || r.ID != free || calls != 3 || count() != 2 {
+	if r, err := s.WriteBindingRule(acl.Internal(), "", req); err != nil || r.ID != free || calls != 3 || count() != 2 {
 		t.Fatalf("taken twice, then free: %+v %v after %d candidates, %d rules", r, err, calls, count())
 	}
 }

@@ -20,7 +20,10 @@ type PolicyRequest struct {
 }
 
 // WritePolicy creates a policy (id "") or replaces the one with that ID.
-func (s *Service) WritePolicy(id string, req PolicyRequest) (*state.ACLPolicy, error) {
+func (s *Service) WritePolicy(caller Caller, id string, req PolicyRequest) (*state.ACLPolicy, error) {
+	if err := caller.RequireACLWrite(); err != nil {
+		return nil, err
+	}
 	if req.ID != "" && !strings.EqualFold(req.ID, id) {
 		return nil, invalid("Policy ID in URL and payload do not match")
 	}
@@ -65,7 +68,10 @@ func (s *Service) WritePolicy(id string, req PolicyRequest) (*state.ACLPolicy, e
 }
 
 // DeletePolicy deletes a policy; the built-in one cannot be deleted.
-func (s *Service) DeletePolicy(id string) error {
+func (s *Service) DeletePolicy(caller Caller, id string) error {
+	if err := caller.RequireACLWrite(); err != nil {
+		return err
+	}
 	if strings.EqualFold(id, state.GlobalManagementPolicyID) {
 		return invalid("Delete operation not permitted on the builtin global-management policy")
 	}
@@ -114,7 +120,10 @@ func ListRoles(ws memdb.WatchSet, st *state.Store, policy string) (uint64, []*st
 }
 
 // WriteRole creates a role (id "") or replaces the one with that ID.
-func (s *Service) WriteRole(id string, req RoleRequest) (*state.ACLRole, error) {
+func (s *Service) WriteRole(caller Caller, id string, req RoleRequest) (*state.ACLRole, error) {
+	if err := caller.RequireACLWrite(); err != nil {
+		return nil, err
+	}
 	if req.ID != "" && !strings.EqualFold(req.ID, id) {
 		return nil, invalid("Role ID in URL and payload do not match")
 	}
@@ -157,7 +166,10 @@ func (s *Service) WriteRole(id string, req RoleRequest) (*state.ACLRole, error) 
 }
 
 // DeleteRole deletes a role.
-func (s *Service) DeleteRole(id string) error {
+func (s *Service) DeleteRole(caller Caller, id string) error {
+	if err := caller.RequireACLWrite(); err != nil {
+		return err
+	}
 	_, err := fsm.Apply(s.deps.Raft, fsm.ACLRoleDelete, &fsm.ACLRoleDeleteRequest{ID: id})
 	if IsNotFound(err) {
 		return notFound("Cannot find role to delete")

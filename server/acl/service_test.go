@@ -85,7 +85,7 @@ func wantCode(t *testing.T, err error, code state.ErrorCode, msg string) {
 func TestServiceTokenHash(t *testing.T) {
 	env := startSvc(t)
 	s := env.svc("dc1")
-	if _, err := s.WritePolicy("", acl.PolicyRequest{Name: "reader", Rules: `acl = "read"`}); err != nil {
+	if _, err := s.WritePolicy(acl.Internal(), "", acl.PolicyRequest{Name: "reader", Rules: `acl = "read"`}); err != nil {
 		t.Fatal(err)
 	}
 	req := acl.TokenRequest{
@@ -93,7 +93,7 @@ func TestServiceTokenHash(t *testing.T) {
 		ServiceIdentities: []*state.ACLServiceIdentity{{ServiceName: "web", Datacenters: []string{"dc1"}}},
 		NodeIdentities:    []*state.ACLNodeIdentity{{NodeName: "n1", Datacenter: "dc1"}},
 	}
-	created, err := s.CreateToken(req)
+	created, err := s.CreateToken(acl.Internal(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestServiceTokenHash(t *testing.T) {
 		ServiceIdentities: created.ServiceIdentities, NodeIdentities: created.NodeIdentities,
 		SecretID: created.SecretID, AccessorID: created.AccessorID,
 	}} {
-		out, err := s.UpdateToken(created.AccessorID, upd)
+		out, err := s.UpdateToken(acl.Internal(), created.AccessorID, upd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestServiceTokenHash(t *testing.T) {
 		}
 	}
 	req.Description = "ci 2"
-	if out, err := s.UpdateToken(created.AccessorID, req); err != nil || reflect.DeepEqual(out.Hash, created.Hash) {
+	if out, err := s.UpdateToken(acl.Internal(), created.AccessorID, req); err != nil || reflect.DeepEqual(out.Hash, created.Hash) {
 		t.Errorf("a changed description kept the Hash: %v", err)
 	}
 
@@ -138,7 +138,7 @@ func TestServiceTokenHash(t *testing.T) {
 	if !reflect.DeepEqual(tok.Hash, acl.TokenHash(tok)) {
 		t.Error("a login token's Hash is not TokenHash")
 	}
-	out, err := s.UpdateToken(tok.AccessorID, acl.TokenRequest{Description: tok.Description, ServiceIdentities: tok.ServiceIdentities, Local: tok.Local})
+	out, err := s.UpdateToken(acl.Internal(), tok.AccessorID, acl.TokenRequest{Description: tok.Description, ServiceIdentities: tok.ServiceIdentities, Local: tok.Local})
 	if err != nil || !reflect.DeepEqual(out.Hash, tok.Hash) {
 		t.Errorf("a no-op update of a login token changed its Hash: %v", err)
 	}
@@ -149,7 +149,7 @@ func TestServiceTokenHash(t *testing.T) {
 func TestServiceTokenExpiry(t *testing.T) {
 	env := startSvc(t)
 	s := env.svc("dc1")
-	tok, err := s.CreateToken(acl.TokenRequest{Description: "short", Namespace: "default", ExpirationTTL: time.Minute})
+	tok, err := s.CreateToken(acl.Internal(), acl.TokenRequest{Description: "short", Namespace: "default", ExpirationTTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestServiceTokenExpiry(t *testing.T) {
 	if r, l, res := live(); r || l || res {
 		t.Fatalf("at expiry: read %v, listed %v, resolved %v", r, l, res)
 	}
-	if _, err := s.UpdateToken(tok.AccessorID, acl.TokenRequest{Description: "x"}); err == nil {
+	if _, err := s.UpdateToken(acl.Internal(), tok.AccessorID, acl.TokenRequest{Description: "x"}); err == nil {
 		t.Error("an expired token was updated")
 	} else {
 		wantCode(t, err, state.ErrNotFound, "Cannot find token "+tok.AccessorID)
@@ -204,11 +204,11 @@ func TestServiceTokenExpiry(t *testing.T) {
 func TestServicePolicyDatacenters(t *testing.T) {
 	env := startSvc(t)
 	s1, s2 := env.svc("dc1"), env.svc("dc2")
-	p, err := s1.WritePolicy("", acl.PolicyRequest{Name: "dc2-reader", Rules: `acl = "read"`, Datacenters: []string{"dc2"}})
+	p, err := s1.WritePolicy(acl.Internal(), "", acl.PolicyRequest{Name: "dc2-reader", Rules: `acl = "read"`, Datacenters: []string{"dc2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := s1.CreateToken(acl.TokenRequest{Policies: []state.ACLLink{{ID: p.ID}}, Namespace: "default"})
+	tok, err := s1.CreateToken(acl.Internal(), acl.TokenRequest{Policies: []state.ACLLink{{ID: p.ID}}, Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,11 +223,11 @@ func TestServicePolicyDatacenters(t *testing.T) {
 		t.Errorf("Datacenters [dc2]: acl:read in dc1 %v, in dc2 %v; want false, true", canRead(s1), canRead(s2))
 	}
 	// Through a role too.
-	role, err := s1.WriteRole("", acl.RoleRequest{Name: "r", Policies: []state.ACLLink{{ID: p.ID}}})
+	role, err := s1.WriteRole(acl.Internal(), "", acl.RoleRequest{Name: "r", Policies: []state.ACLLink{{ID: p.ID}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaRole, err := s1.CreateToken(acl.TokenRequest{Roles: []state.ACLLink{{ID: role.ID}}, Namespace: "default"})
+	viaRole, err := s1.CreateToken(acl.Internal(), acl.TokenRequest{Roles: []state.ACLLink{{ID: role.ID}}, Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestServicePolicyDatacenters(t *testing.T) {
 	}
 	// Naming both, or none: it applies (the change takes effect at once).
 	for _, dcs := range [][]string{{"dc1", "dc2"}, nil} {
-		if _, err := s1.WritePolicy(p.ID, acl.PolicyRequest{Name: "dc2-reader", Rules: `acl = "read"`, Datacenters: dcs}); err != nil {
+		if _, err := s1.WritePolicy(acl.Internal(), p.ID, acl.PolicyRequest{Name: "dc2-reader", Rules: `acl = "read"`, Datacenters: dcs}); err != nil {
 			t.Fatal(err)
 		}
 		if !canRead(s1) {
@@ -259,7 +259,7 @@ func TestServiceLoginInvalidBindName(t *testing.T) {
 	if after := env.ts.Server.State().TableIndex("acl-tokens"); after != before {
 		t.Errorf("a refused login wrote: tokens index %d -> %d", before, after)
 	}
-	ex, err := s.Explain(context.Background(), acl.ExplainRequest{AuthMethod: "m", Identity: map[string]any{"value.name": "Web Server"}})
+	ex, err := s.Explain(context.Background(), acl.Internal(), acl.ExplainRequest{AuthMethod: "m", Identity: map[string]any{"value.name": "Web Server"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,16 +274,16 @@ func TestServiceLoginInvalidBindName(t *testing.T) {
 func TestServiceValidation(t *testing.T) {
 	env := startSvc(t)
 	s := env.svc("dc1")
-	_, err := s.WriteBindingRule("", acl.BindingRuleRequest{AuthMethod: "m", BindType: "service", BindName: "x", Selector: "a ==", Namespace: "default"})
+	_, err := s.WriteBindingRule(acl.Internal(), "", acl.BindingRuleRequest{AuthMethod: "m", BindType: "service", BindName: "x", Selector: "a ==", Namespace: "default"})
 	if se := new(state.Error); !errors.As(err, &se) || se.Code != state.ErrInvalid {
 		t.Errorf("bad selector: %v", err)
 	}
-	_, err = s.CreateToken(acl.TokenRequest{Policies: []state.ACLLink{{ID: "not-a-uuid"}}, Namespace: "default"})
+	_, err = s.CreateToken(acl.Internal(), acl.TokenRequest{Policies: []state.ACLLink{{ID: "not-a-uuid"}}, Namespace: "default"})
 	wantCode(t, err, state.ErrInvalid, `No such ACL policy with ID "not-a-uuid"`)
-	wantCode(t, s.DeleteToken(state.AnonymousTokenID, ""), state.ErrInvalid, "Delete operation not permitted on the anonymous token")
-	wantCode(t, s.DeletePolicy(state.GlobalManagementPolicyID), state.ErrInvalid, "Delete operation not permitted on the builtin global-management policy")
-	wantCode(t, s.DeleteRole("6f1d0c52-3b0e-4c8e-8f1e-2a3b4c5d6e7f"), state.ErrNotFound, "Cannot find role to delete")
-	_, err = s.WriteAuthMethod(false, acl.AuthMethodRequest{Name: "x", Type: "jwt", Namespace: "default"})
+	wantCode(t, s.DeleteToken(acl.Internal(), state.AnonymousTokenID), state.ErrInvalid, "Delete operation not permitted on the anonymous token")
+	wantCode(t, s.DeletePolicy(acl.Internal(), state.GlobalManagementPolicyID), state.ErrInvalid, "Delete operation not permitted on the builtin global-management policy")
+	wantCode(t, s.DeleteRole(acl.Internal(), "6f1d0c52-3b0e-4c8e-8f1e-2a3b4c5d6e7f"), state.ErrNotFound, "Cannot find role to delete")
+	_, err = s.WriteAuthMethod(acl.Internal(), false, acl.AuthMethodRequest{Name: "x", Type: "jwt", Namespace: "default"})
 	wantCode(t, err, state.ErrInvalid, `Invalid Auth Method: exactly one of 'JWTValidationPubKeys', 'JWKSURL', or 'OIDCDiscoveryURL' must be set for type "jwt"`)
 	if _, err := s.Bootstrap(); err == nil {
 		t.Error("bootstrap after the initial management token succeeded")
@@ -327,14 +327,14 @@ func (k *key) sign(t *testing.T, sub string) string {
 // value.name, with one service rule binding bindName.
 func loginMethod(t *testing.T, s *acl.Service, k *key, bindName string) {
 	t.Helper()
-	_, err := s.WriteAuthMethod(false, acl.AuthMethodRequest{
+	_, err := s.WriteAuthMethod(acl.Internal(), false, acl.AuthMethodRequest{
 		Name: "m", Type: "jwt", Namespace: "default",
 		Config: map[string]any{"JWTValidationPubKeys": []any{k.pem(t)}, "ClaimMappings": map[string]any{"sub": "name"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WriteBindingRule("", acl.BindingRuleRequest{AuthMethod: "m", BindType: "service", BindName: bindName, Namespace: "default"}); err != nil {
+	if _, err := s.WriteBindingRule(acl.Internal(), "", acl.BindingRuleRequest{AuthMethod: "m", BindType: "service", BindName: bindName, Namespace: "default"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -344,7 +344,7 @@ func loginMethod(t *testing.T, s *acl.Service, k *key, bindName string) {
 func TestServiceTokenReaper(t *testing.T) {
 	env := startSvc(t)
 	s := env.svc("dc1")
-	tok, err := s.CreateToken(acl.TokenRequest{Namespace: "default", ExpirationTTL: time.Minute})
+	tok, err := s.CreateToken(acl.Internal(), acl.TokenRequest{Namespace: "default", ExpirationTTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

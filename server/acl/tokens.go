@@ -102,13 +102,19 @@ func (s *Service) Bootstrap() (*state.ACLToken, error) {
 }
 
 // CreateToken validates and creates a token.
-func (s *Service) CreateToken(req TokenRequest) (*state.ACLToken, error) {
+func (s *Service) CreateToken(caller Caller, req TokenRequest) (*state.ACLToken, error) {
+	if err := caller.RequireACLWrite(); err != nil {
+		return nil, err
+	}
 	return s.writeToken("", req)
 }
 
 // UpdateToken replaces what the token with that AccessorID grants; its
 // secret, auth method, locality and expiry never change.
-func (s *Service) UpdateToken(accessor string, req TokenRequest) (*state.ACLToken, error) {
+func (s *Service) UpdateToken(caller Caller, accessor string, req TokenRequest) (*state.ACLToken, error) {
+	if err := caller.RequireACLWrite(); err != nil {
+		return nil, err
+	}
 	return s.writeToken(accessor, req)
 }
 
@@ -252,8 +258,12 @@ func setExpiry(tok *state.ACLToken, at *time.Time, ttl time.Duration) error {
 }
 
 // DeleteToken deletes a token. The anonymous token and the caller's own
-// (callerAccessor) cannot be deleted.
-func (s *Service) DeleteToken(accessor, callerAccessor string) error {
+// cannot be deleted.
+func (s *Service) DeleteToken(caller Caller, accessor string) error {
+	if err := caller.RequireACLWrite(); err != nil {
+		return err
+	}
+	callerAccessor := caller.AccessorID
 	if strings.EqualFold(accessor, state.AnonymousTokenID) {
 		return invalid("Delete operation not permitted on the anonymous token")
 	}

@@ -33,7 +33,7 @@ func TestValidatorCacheAfterRestore(t *testing.T) {
 	s := acl.NewService(svc.Deps{State: func() *state.Store { return cur.Load() }}, "dc1")
 	validates := func(bearer string) bool {
 		t.Helper()
-		ex, err := s.Explain(context.Background(), acl.ExplainRequest{AuthMethod: "m", BearerToken: bearer})
+		ex, err := s.Explain(context.Background(), acl.Internal(), acl.ExplainRequest{AuthMethod: "m", BearerToken: bearer})
 		if err != nil {
 			t.Fatalf("explain: %v", err)
 		}

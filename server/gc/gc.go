@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 )
@@ -110,6 +111,15 @@ func (s *Service) Params(force bool) state.GCParams {
 		JobCutoff:        now.Add(-s.cfg.JobThreshold).UnixNano(),
 		NodeCutoff:       now.Add(-s.cfg.NodeThreshold).UnixNano(),
 	}
+}
+
+// ForceCollect is an operator's forced collection (Nomad's PUT
+// /v1/system/gc): Collect(true) for a management caller only.
+func (s *Service) ForceCollect(caller acl.Caller) (*Result, error) {
+	if err := caller.RequireManagement(); err != nil {
+		return nil, err
+	}
+	return s.Collect(true)
 }
 
 // Collect runs one collection now, batch after batch until nothing more

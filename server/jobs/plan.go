@@ -28,6 +28,11 @@ func (s *Service) Plan(caller acl.Caller, job *state.Job, diff bool) (*PlanResul
 	if err := caller.RequireNamespace(job.Namespace, acl.CapSubmitJob); err != nil {
 		return nil, err
 	}
+	return s.planChecked(job, diff)
+}
+
+// planChecked is Plan once the caller is checked.
+func (s *Service) planChecked(job *state.Job, diff bool) (*PlanResult, error) {
 	if err := Validate(job); err != nil {
 		return nil, err
 	}

@@ -63,9 +63,6 @@ func (s *Service) checkTotalAllocs(job *state.Job) error {
 // Parse decodes a job in Nomad's JSON job format (the value of the request
 // body's "Job" key), fills in Nomad's defaults and validates it. ns is the
 // namespace of a job that names none.
-func (s *Service) Parse(raw []byte, ns string) (*state.Job, error) { return Parse(raw, ns) }
-
-// Parse is Service.Parse as a pure function.
 func Parse(raw []byte, ns string) (*state.Job, error) {
 	spec, err := DecodeSpec(raw)
 	if err != nil {
@@ -88,6 +85,11 @@ func (s *Service) Register(caller acl.Caller, job *state.Job, opts state.JobRegi
 	if err := caller.RequireNamespace(job.Namespace, acl.CapSubmitJob); err != nil {
 		return nil, err
 	}
+	return s.registerChecked(job, opts)
+}
+
+// registerChecked is Register once the caller is checked.
+func (s *Service) registerChecked(job *state.Job, opts state.JobRegisterOptions) (*state.JobWriteResult, error) {
 	if err := Validate(job); err != nil {
 		return nil, err
 	}

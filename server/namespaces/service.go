@@ -55,18 +55,9 @@ func Validate(ns *state.Namespace) error {
 	return nil
 }
 
-// requireAdmin: namespace writes need a management token or
-// operator:write (Nomad asks management).
-func requireAdmin(c acl.Caller) error {
-	if c.Authz == nil || (!c.Authz.IsManagement() && !c.Authz.OperatorWrite()) {
-		return acl.ErrPermissionDenied
-	}
-	return nil
-}
-
 // Upsert creates or replaces a namespace and answers the Raft index.
 func (s *Service) Upsert(caller acl.Caller, ns *state.Namespace) (uint64, error) {
-	if err := requireAdmin(caller); err != nil {
+	if err := caller.RequireOperatorWrite(); err != nil {
 		return 0, err
 	}
 	if err := Validate(ns); err != nil {
@@ -80,7 +71,7 @@ func (s *Service) Upsert(caller acl.Caller, ns *state.Namespace) (uint64, error)
 
 // Delete deletes a namespace that holds no live job and answers the Raft index.
 func (s *Service) Delete(caller acl.Caller, name string) (uint64, error) {
-	if err := requireAdmin(caller); err != nil {
+	if err := caller.RequireOperatorWrite(); err != nil {
 		return 0, err
 	}
 	res, err := fsm.Apply(s.deps.Raft, fsm.NamespaceDelete, &fsm.NamespaceDeleteRequest{Names: []string{name}})

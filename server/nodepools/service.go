@@ -68,18 +68,9 @@ func Validate(p *state.NodePool) error {
 
 func validAlgorithm(a string) bool { return a == "" || a == "binpack" || a == "spread" }
 
-// requireWrite: pool writes need operator:write or a management token
-// (ctlplane's ACL model has no node_pool rules; README).
-func requireWrite(c acl.Caller) error {
-	if c.Authz == nil || (!c.Authz.IsManagement() && !c.Authz.OperatorWrite()) {
-		return acl.ErrPermissionDenied
-	}
-	return nil
-}
-
 // Upsert creates or replaces a pool and answers the Raft index.
 func (s *Service) Upsert(caller acl.Caller, p *state.NodePool) (uint64, error) {
-	if err := requireWrite(caller); err != nil {
+	if err := caller.RequireOperatorWrite(); err != nil {
 		return 0, err
 	}
 	if err := Validate(p); err != nil {
@@ -97,7 +88,7 @@ func (s *Service) Upsert(caller acl.Caller, p *state.NodePool) (uint64, error) {
 // Delete deletes a pool no node and no live job uses, and answers the
 // Raft index.
 func (s *Service) Delete(caller acl.Caller, name string) (uint64, error) {
-	if err := requireWrite(caller); err != nil {
+	if err := caller.RequireOperatorWrite(); err != nil {
 		return 0, err
 	}
 	if name == "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/ctlplane/ctlplane/fsm"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
+	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -129,7 +130,9 @@ func Start(t testing.TB, opts ...servertest.Option) *Fixture {
 	clock := NewClock()
 	f := &Fixture{T: t, Server: srv, Clock: clock}
 	f.Deps = svc.Deps{State: srv.State, Raft: srv, Now: clock.Now, Logger: cfg.Logger}
-	h := ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{Deployments: deployments.New(f.Deps)})
+	// The ACL service as the composition root builds it (wall clock).
+	aclSvc := acl.NewService(svc.Deps{State: srv.State, Raft: srv, Now: time.Now, Logger: cfg.Logger}, cfg.Datacenter, acl.AllowHTTPKeyURLs(cfg.Dev))
+	h := ctlhttp.New(srv, cfg.Logger, ctlhttp.Services{ACL: aclSvc, Deployments: deployments.New(f.Deps)})
 	if err := srv.Serve(h); err != nil {
 		srv.Shutdown()
 		t.Fatalf("serving HTTP: %v", err)
