@@ -17,6 +17,7 @@ import (
 // Resources.Networks, as GET /v1/allocation and the official nomad/api
 // client read them.
 func TestPortsEndToEnd(t *testing.T) {
+	skipProcessInShort(t)
 	ts := devAgent(t)
 	script := `echo "port=$NOMAD_PORT_http host=$NOMAD_HOST_PORT_http addr=$NOMAD_ADDR_http ip=$NOMAD_IP_http db=$NOMAD_PORT_db dbhost=$NOMAD_HOST_PORT_db alloc=$NOMAD_ALLOC_PORT_db"; exec sleep 60`
 	job := `{"Job":{"ID":"web","Datacenters":["dc1"],"TaskGroups":[{"Name":"g","Count":1,` +
