@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ctlplane/ctlplane/state"
 )
 
 // Ports for tests come from blocks of portBlockSize ports between
@@ -21,7 +23,7 @@ import (
 // tests pass beside a running `ctlplane agent -dev` and its services.
 const (
 	portPoolLow   = 10000
-	portPoolHigh  = 20000 // state.DefaultMinDynamicPort: a dev client's range starts here
+	portPoolHigh  = state.DefaultMinDynamicPort // a dev client's range starts here
 	portBlockSize = 500
 	// devPortRangeSize is how many dynamic ports a test agent's client
 	// node may hand out at once.
