@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: build dev test deps bench lint fuzz chaos
+.PHONY: build dev test test-short deps bench lint fuzz chaos
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ctlplane ./cmd/ctlplane
@@ -19,6 +19,12 @@ test: deps
 	cd third_party/go-immutable-radix && $(GO) test -race -count=1 .
 	# checkptr off: upstream's migration test opens a v1 store on the old boltdb/bolt, which -race's checkptr rejects.
 	cd third_party/raft-boltdb && $(GO) test -race -gcflags=all=-d=checkptr=0 -count=1 .
+
+# The fast tier: every test that starts no process (no spawned ctlplane
+# binary, no raw_exec task, no Chromium), without the race detector. It
+# skips tests (go test -short), so it never replaces `make test`.
+test-short:
+	$(GO) test -short -count=1 -timeout 10m ./...
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:

@@ -11,6 +11,9 @@ import (
 // a process group: the client signals a group only while it can still be
 // the task's (issue 15, finding 5).
 func TestGroupIsTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a process")
+	}
 	cmd := exec.Command("sleep", "30")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

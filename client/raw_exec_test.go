@@ -46,6 +46,9 @@ func newRawEnv(t *testing.T) *rawEnv { return newRawEnvWith(t, nil) }
 
 func newRawEnvWith(t *testing.T, configure func(*client.Config)) *rawEnv {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs raw_exec tasks (real processes)")
+	}
 	ts := servertest.Start(t)
 	deps := svc.Deps{State: ts.Server.State, Raft: ts.Server, Now: time.Now, Logger: hclog.NewNullLogger()}
 	hs := httptest.NewServer(ctlhttp.New(ts.Server, hclog.NewNullLogger(), ctlhttp.Services{ACL: aclOf(ts), Nodes: nodes.New(deps, nodes.Config{HeartbeatTTL: time.Minute})}))

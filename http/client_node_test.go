@@ -36,6 +36,9 @@ echo started; i=0; while true; do i=$((i+1)); echo "line $i"; sleep 0.2; done`
 
 func cnStart(t *testing.T) *cnEnv {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs a raw_exec task (a real process)")
+	}
 	s := acxStart(t, "root-secret", servertest.ACL("root-secret"))
 	intro := s.tokenWithRules(t, "intro", `node = "write"`, "")
 	v := &victim{dir: t.TempDir(), token: intro.SecretID, url: s.URL}

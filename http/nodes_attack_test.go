@@ -31,6 +31,9 @@ type victim struct {
 
 func (v *victim) start(t *testing.T, kill bool) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs raw_exec tasks (real processes)")
+	}
 	c, err := client.New(client.Config{Servers: []string{v.url}, Token: v.token, NodeName: "victim", DataDir: v.dir,
 		RawExec: true, KillTasksOnShutdown: kill, HTTPAddr: "127.0.0.1:0", Resources: api.Resources{CPU: 4000, MemoryMB: 4096},
 		// A followed stream opened on the node with a token re-checks it often.

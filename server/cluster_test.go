@@ -138,6 +138,9 @@ func checkFormed(t *testing.T, nodes []*servertest.TestServer) {
 }
 
 func TestClusterFormationThreeNodesEveryOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	gaps := []time.Duration{0, 150 * time.Millisecond, 400 * time.Millisecond}
 	for k, order := range permutations([]int{0, 1, 2}) {
 		gap := gaps[k%len(gaps)]

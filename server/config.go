@@ -106,6 +106,11 @@ type Config struct {
 	// DevNodes is how many simulated client nodes (mock_driver) the agent
 	// runs in its own process; agent -dev runs one.
 	DevNodes int
+	// DevMinDynamicPort and DevMaxDynamicPort are the dynamic port range
+	// of a dev agent's one client node, the one that runs real processes
+	// (raw_exec); 0: Nomad's 20000–32000. Tests give each agent its own,
+	// so that its tasks do not meet a running dev agent's.
+	DevMinDynamicPort, DevMaxDynamicPort int
 	// DevNodeGroups are further simulated nodes with their own
 	// datacenter, class, pool, meta and attributes.
 	DevNodeGroups []DevNodeGroup

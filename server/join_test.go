@@ -78,6 +78,9 @@ func TestJoinNeverRewritesAnotherMembersRecordWithoutTLS(t *testing.T) {
 // address leaves a single server a working leader: the joiner is a
 // non-voter and is never promoted.
 func TestBogusJoinerKeepsTheLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := servertest.Start(t, servertest.Persistent(t.TempDir()), func(c *server.Config) { c.DeadNonvoterTimeout = 5 * time.Second })
 	certs := servertest.TestCerts(t)
 	c := certs.Client(t, certs.ServerCert, certs.ServerKey)

@@ -63,6 +63,9 @@ func TestLeadershipRetriesThenServes(t *testing.T) {
 // A leader that cannot get ready at all steps down: another server takes
 // over and serves, instead of the cluster answering 503 for the whole term.
 func TestLeadershipStepsDownWhenItCannotGetReady(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	var mu sync.Mutex
 	poisoned := "" // the node that fails every attempt
 	failedBy := map[string]int{}

@@ -62,6 +62,9 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 // Blocking queries are not cut by the body deadline: a 3s wait with a 1s
 // body deadline answers after the wait.
 func TestBlockingQueryOutlivesBodyDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := servertest.Start(t, func(c *server.Config) { c.HTTPBodyReadTimeout = time.Second })
 	l := listQ(t, ts, "")
 	start := time.Now()

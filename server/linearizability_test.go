@@ -314,6 +314,9 @@ func checkHistory(t *testing.T, name string, history []porcupine.Operation) porc
 }
 
 func TestLinearizabilityUnderPartitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	histories, seconds := 1, 4
 	if v, err := strconv.Atoi(os.Getenv("CHAOS_HISTORIES")); err == nil && v > 0 {
 		histories = v
@@ -360,6 +363,9 @@ func TestLinearizabilityUnderPartitions(t *testing.T) {
 // quorum check: measured and reported (README), not required to be
 // linearizable; the writes of the same history still must be.
 func TestLinearizabilityDefaultReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	n := 1
 	if v, err := strconv.Atoi(os.Getenv("CHAOS_HISTORIES")); err == nil && v > 0 {
 		n = v

@@ -445,6 +445,9 @@ func fuzzWrites(t *testing.T, c *persistentCluster, r *rand.Rand, routes []write
 // sets how many writes each phase sends (default 150: the run stays within
 // seconds); POISON_FUZZ_SEED replays a run.
 func TestAdversarialWritesCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	rounds := 150
 	if n, err := strconv.Atoi(os.Getenv("POISON_FUZZ_ROUNDS")); err == nil && n > 0 {
 		rounds = n

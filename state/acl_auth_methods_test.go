@@ -1,8 +1,9 @@
 package state
 
 import (
+	"fmt"
 	"reflect"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,12 +235,11 @@ func TestACLAuthMethodDeleteIsAtomic(t *testing.T) {
 	// A reader never sees the method gone and its rules or tokens still
 	// there, or the other way round. Run with -race.
 	s := seedMethods(t)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var bad []string
-	wg.Add(1)
+	stop, done := make(chan struct{}), make(chan struct{})
+	var before, after atomic.Int64 // reads of the whole state before and after the delete
+	var bad string
 	go func() {
-		defer wg.Done()
+		defer close(done)
 		for {
 			select {
 			case <-stop:
@@ -251,21 +251,42 @@ func TestACLAuthMethodDeleteIsAtomic(t *testing.T) {
 			r, _ := snap.Rows(bindingRulesTable)
 			tk, _ := snap.Rows(aclTokensTable)
 			snap.Close()
-			state := [3]int{len(m), len(r), len(tk)}
-			if state != [3]int{2, 4, 5} && state != [3]int{1, 2, 3} {
-				bad = append(bad, "partial state")
+			switch state := [3]int{len(m), len(r), len(tk)}; state {
+			case [3]int{2, 4, 5}:
+				before.Add(1)
+			case [3]int{1, 2, 3}:
+				after.Add(1)
+			default:
+				bad = fmt.Sprintf("partial state: %d methods, %d rules, %d tokens", state[0], state[1], state[2])
 				return
 			}
 		}
 	}()
-	time.Sleep(5 * time.Millisecond)
+	// The reader reads on through the delete: wait until it has read the
+	// state often on each side of it.
+	waitReads := func(n *atomic.Int64, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for n.Load() < 100 {
+			select {
+			case <-done:
+				t.Fatal(bad)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the reader read the state %s the delete %d times in 10s", what, n.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitReads(&before, "before")
 	if err := s.ACLAuthMethodDelete(40, "jwt"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	waitReads(&after, "after")
 	close(stop)
-	wg.Wait()
-	if len(bad) > 0 {
-		t.Fatal(bad[0])
+	<-done
+	if bad != "" {
+		t.Fatal(bad)
 	}
 }

@@ -56,6 +56,8 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	flags.IntVar(&cfg.EventBufferSize, "event-buffer-size", cfg.EventBufferSize, "how many Raft entries' events the event stream keeps for subscribers to resume from (-1: no event stream)")
 	flags.BoolVar(&cfg.EnableDebug, "enable-debug", false, "serve Go's profiler under /debug/pprof/ (management token required when ACLs are on)")
 	devNodes := flags.Int("dev-nodes", -1, "simulated client nodes (mock_driver) to run in this process (default: 1 with -dev, else 0)")
+	flags.IntVar(&cfg.DevMinDynamicPort, "min-dynamic-port", 20000, "lowest port of the dynamic port range of -dev's client node (Nomad's default)")
+	flags.IntVar(&cfg.DevMaxDynamicPort, "max-dynamic-port", 32000, "highest port of the dynamic port range of -dev's client node (Nomad's default)")
 	var devGroups devNodeGroupsFlag
 	flags.Var(&devGroups, "dev-node-group", "more simulated nodes alike, as count=N,name=NAME,dc=DC,class=CLASS,pool=POOL,cpu=MHZ,memory=MB,meta.KEY=V,attr.KEY=V; may be repeated")
 	flags.IntVar(&cfg.MaxNodes, "max-nodes", 10000, "client nodes that may be registered; a new node over it is refused with 400")
@@ -115,6 +117,10 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	}
 	if *gcFloor < 0 {
 		fmt.Fprintf(stderr, "invalid -gc-heap-floor-mb %d: use 0 (off) or more\n", *gcFloor)
+		return 1
+	}
+	if cfg.DevMinDynamicPort < 1 || cfg.DevMaxDynamicPort > 65535 || cfg.DevMinDynamicPort > cfg.DevMaxDynamicPort {
+		fmt.Fprintf(stderr, "invalid dynamic port range %d-%d: ports are 1 to 65535, the lowest first\n", cfg.DevMinDynamicPort, cfg.DevMaxDynamicPort)
 		return 1
 	}
 	cfg.GCHeapFloor = uint64(*gcFloor) << 20

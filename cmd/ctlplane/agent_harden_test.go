@@ -39,6 +39,19 @@ func TestAgentMaxJobAllocsFlag(t *testing.T) {
 	}
 }
 
+// agent -dev's client node takes its dynamic port range from
+// -min-dynamic-port/-max-dynamic-port (as agent -client does); a range
+// that is not one is refused before anything starts.
+func TestAgentDevDynamicPortRangeFlags(t *testing.T) {
+	for _, tc := range []struct{ min, max string }{{"30000", "20000"}, {"0", "100"}, {"20000", "70000"}} {
+		p := startProc(t, "agent", "-dev", "-min-dynamic-port="+tc.min, "-max-dynamic-port="+tc.max)
+		want := "invalid dynamic port range " + tc.min + "-" + tc.max + ": ports are 1 to 65535, the lowest first"
+		if code := p.wait(t); code != 1 || !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("-min-dynamic-port=%s -max-dynamic-port=%s: exit %d, stderr:\n%s", tc.min, tc.max, code, p.stderr.String())
+		}
+	}
+}
+
 // A server agent reads its secrets from the environment, then removes
 // them, also from /proc/PID/environ: a dev agent's raw_exec tasks are its
 // children.

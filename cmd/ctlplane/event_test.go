@@ -104,6 +104,9 @@ func TestEventStreamCLI(t *testing.T) {
 // changes on the event stream instead of blocking queries (seen through a
 // proxy that counts the requests), to the deployment's success.
 func TestDeploymentMonitorFollowsEventStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := servertest.Start(t, servertest.DevNodes(1))
 	waitFor(t, "the dev node", func() bool {
 		var nodes []struct{ Status string }

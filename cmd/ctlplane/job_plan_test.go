@@ -38,6 +38,9 @@ func writePlanJob(t *testing.T, dir, port string) string {
 // destroyed, 0 when not; `job run -check-index` takes the plan's index
 // and refuses a stale one.
 func TestCLIJobPlan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := servertest.Start(t, servertest.DevNodes(1))
 	addr := "-address=" + ts.URL
 	ac, err := api.NewClient(api.Config{Address: ts.URL})

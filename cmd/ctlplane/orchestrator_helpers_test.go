@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/server/servertest"
 )
 
 // Helpers of the orchestrator's subprocess tests: agents run as the test
@@ -165,11 +166,21 @@ func stopOnCleanup(t *testing.T, a *agent) {
 	})
 }
 
-// devAgent starts `agent -dev` (a server and a raw_exec client) and waits
-// until its client node is ready. extra flags go after -dev.
+// dynamicPortArgs give a client node its own dynamic port range (see
+// servertest.DynamicPortRange): its tasks then never meet those of a dev
+// agent running beside the tests, which hands out ports from 20000 up.
+func dynamicPortArgs(t *testing.T) []string {
+	lo, hi := servertest.DynamicPortRange(t)
+	return []string{"-min-dynamic-port=" + strconv.Itoa(lo), "-max-dynamic-port=" + strconv.Itoa(hi)}
+}
+
+// devAgent starts `agent -dev` (a server and a raw_exec client, with its
+// own dynamic port range) and waits until it listens. extra flags go
+// after -dev.
 func devAgent(t *testing.T, extra ...string) (*agent, *api.Client) {
 	t.Helper()
-	a := spawnAgent(t, "dev agent", append([]string{"agent", "-dev", "-http-addr=127.0.0.1:0"}, extra...))
+	args := append(append([]string{"agent", "-dev", "-http-addr=127.0.0.1:0"}, dynamicPortArgs(t)...), extra...)
+	a := spawnAgent(t, "dev agent", args)
 	stopOnCleanup(t, a)
 	ac, err := api.NewClient(api.Config{Address: a.url})
 	if err != nil {
@@ -229,7 +240,7 @@ func startClientAgent(t *testing.T, args ...string) *clientAgent {
 // startClientAgentArgs starts `agent -client args...`.
 func startClientAgentArgs(t *testing.T, args ...string) *clientAgent {
 	t.Helper()
-	p := startProc(t, append([]string{"agent", "-client"}, args...)...)
+	p := startProc(t, append(append([]string{"agent", "-client"}, dynamicPortArgs(t)...), args...)...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("client agent stderr:\n%s", logTail(p.stderr.String()))

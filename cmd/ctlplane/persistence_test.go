@@ -39,6 +39,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// skipProcessInShort leaves tests that spawn the ctlplane binary out of
+// the fast tier (go test -short); the full suite runs them.
+func skipProcessInShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: spawns the ctlplane binary")
+	}
+}
+
 // Generous limits: the machine is small and shared, and the binary is built
 // with the race detector.
 const (
@@ -76,6 +85,7 @@ type proc struct {
 // startProc starts `ctlplane args...`. The process is killed when the test ends.
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
+	skipProcessInShort(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatalf("finding the test binary: %v", err)

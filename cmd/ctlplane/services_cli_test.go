@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ctlplane/ctlplane/api"
+	"github.com/ctlplane/ctlplane/server/servertest"
 )
 
 // TestCLIServicesAndChecksWalkthrough is the README's "Services and
@@ -24,7 +26,8 @@ func TestCLIServicesAndChecksWalkthrough(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Fatalf("python3 is needed by the README's example: %v", err)
 	}
-	a, ac := devAgent(t)
+	lo, hi := servertest.DynamicPortRange(t)
+	a, ac := devAgent(t, "-min-dynamic-port="+strconv.Itoa(lo), "-max-dynamic-port="+strconv.Itoa(hi))
 	addr := "-address=" + a.url
 	waitNodes(t, ac, 1)
 	mustCode(t, 0, "job", "run", "-detach", addr, "../../examples/web-checks.hcl")
@@ -57,7 +60,7 @@ func TestCLIServicesAndChecksWalkthrough(t *testing.T) {
 		}
 		return regs
 	}
-	if regs := services(); len(regs) != 2 || regs[0].Address != "127.0.0.1" || regs[0].Port < 20000 || strings.Join(regs[0].Tags, ",") != "v1" {
+	if regs := services(); len(regs) != 2 || regs[0].Address != "127.0.0.1" || regs[0].Port < lo || regs[0].Port > hi || strings.Join(regs[0].Tags, ",") != "v1" {
 		t.Fatalf("GET /v1/service/web: %+v", regs)
 	}
 	out := mustCode(t, 0, "service", "list", addr)

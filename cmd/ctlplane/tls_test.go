@@ -27,6 +27,7 @@ func runIn(t *testing.T, dir string, args ...string) (int, string, string) {
 
 func startProcIn(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
+	skipProcessInShort(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

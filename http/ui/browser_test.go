@@ -40,6 +40,10 @@ func chromiumPath() string {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if testing.Short() {
+		// The fast tier starts no Chromium: every test skips at openTab.
+		os.Exit(m.Run())
+	}
 	path := chromiumPath()
 	if path == "" {
 		fmt.Fprintln(os.Stderr, "FAIL: the web UI tests need Chromium and none was found on PATH (chromium, chromium-browser, google-chrome): run `make deps` (Debian's chromium package)")
@@ -90,6 +94,9 @@ var shotSeq struct {
 // openTab opens a tab on the agent at base (http://127.0.0.1:port).
 func openTab(t testing.TB, base string) *page {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: drives Chromium")
+	}
 	p := &page{t: t, base: base}
 	tab, cancel := chromedp.NewContext(browser, chromedp.WithListener(func(ev any) {
 		if e, ok := ev.(*runtime.EventExceptionThrown); ok && e.ExceptionDetails != nil {

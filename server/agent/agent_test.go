@@ -119,6 +119,9 @@ func driveRollout(t *testing.T, ts *servertest.TestServer, c *api.Client, nodeID
 // (MaxParallel 1) as the node reports health, each deployment ends
 // successful and its job version stable.
 func TestBrokerSchedulerWatcherRollout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := servertest.Start(t)
 	c, err := api.NewClient(api.Config{Address: ts.URL})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // shim, if any, may need more of the environment than a task gets).
 func python3Path(t *testing.T) string {
 	t.Helper()
+	skipProcessInShort(t)
 	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {
 		t.Fatalf("python3 is needed by this test: %v", err)

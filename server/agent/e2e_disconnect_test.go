@@ -148,6 +148,9 @@ func TestE2EDisconnectedNodeReconnectsWithinMaxClientDisconnect(t *testing.T) {
 // disconnect any more), and when the node comes back the allocation stays
 // lost and the replacement stays.
 func TestE2EDisconnectedNodeBackAfterMaxClientDisconnect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t, servertest.DevNodes(2), servertest.HeartbeatTTL(500*time.Millisecond))
 	register(t, ts, jobSpec{count: 1, update: update(nil),
 		group: map[string]any{"MaxClientDisconnect": int64(2 * time.Second)}})

@@ -158,6 +158,9 @@ func TestE2EDrainMovesAllocationsMaxParallelAtATime(t *testing.T) {
 // (migrate MaxParallel 0): nothing moves before the deadline; at it,
 // everything left is migrated and the drain is complete.
 func TestE2EDrainDeadlineStopsWhatIsLeft(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t, servertest.DevNodes(2))
 	register(t, ts, jobSpec{count: 2, update: update(nil),
 		group: map[string]any{"Migrate": map[string]any{"MaxParallel": 0, "HealthCheck": "task_states"}}})

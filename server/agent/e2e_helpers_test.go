@@ -225,6 +225,17 @@ func settle(t *testing.T, ts *servertest.TestServer) {
 	t.Fatal("evaluations still pending")
 }
 
+// skipProcessInShort leaves tests whose tasks are real processes
+// (raw_exec) out of the fast tier (go test -short); the full suite runs them.
+func skipProcessInShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs raw_exec tasks (real processes)")
+	}
+}
+
+// devAgent starts an in-memory agent with one dev client node (raw_exec
+// and the test drivers) and waits until its nodes are ready.
 func devAgent(t *testing.T, opts ...servertest.Option) *servertest.TestServer {
 	t.Helper()
 	ts := servertest.Start(t, append([]servertest.Option{servertest.DevNodes(1)}, opts...)...)

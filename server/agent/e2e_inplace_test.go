@@ -47,6 +47,9 @@ func liveIDs(t *testing.T, ts *servertest.TestServer, version uint64) []string {
 // task's KillTimeout) keeps the allocation IDs and still makes a deployment
 // that ends successful; an Env or group Meta change replaces them.
 func TestE2EInPlaceVersusDestructive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t)
 	steps := []struct {
 		name        string

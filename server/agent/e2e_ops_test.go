@@ -17,6 +17,9 @@ import (
 // Pause stops placements: while paused, a replacement that becomes healthy
 // leads to no further placement; resume carries the rollout to the end.
 func TestE2EPauseResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t)
 	register(t, ts, jobSpec{count: 3, update: update(nil)})
 	waitDeployment(t, ts, 0, "successful", status(state.DeploymentStatusSuccessful))
@@ -273,6 +276,9 @@ func TestE2EScaleInPlace(t *testing.T) {
 // are lost and replaced on the other node, and the deployment still ends
 // successful.
 func TestE2ENodeLossMidDeployment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	// 1 s: with 500 ms, node b itself was once marked down under -race on a
 	// loaded machine, its heartbeat late.
 	ts := servertest.Start(t, servertest.HeartbeatTTL(time.Second))

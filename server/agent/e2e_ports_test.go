@@ -17,6 +17,7 @@ import (
 // Resources.Networks, as GET /v1/allocation and the official nomad/api
 // client read them.
 func TestPortsEndToEnd(t *testing.T) {
+	skipProcessInShort(t)
 	ts := devAgent(t)
 	script := `echo "port=$NOMAD_PORT_http host=$NOMAD_HOST_PORT_http addr=$NOMAD_ADDR_http ip=$NOMAD_IP_http db=$NOMAD_PORT_db dbhost=$NOMAD_HOST_PORT_db alloc=$NOMAD_ALLOC_PORT_db"; exec sleep 60`
 	job := `{"Job":{"ID":"web","Datacenters":["dc1"],"TaskGroups":[{"Name":"g","Count":1,` +
@@ -56,7 +57,7 @@ func TestPortsEndToEnd(t *testing.T) {
 	}
 	ports := alloc.AllocatedResources.Shared.Ports
 	if len(ports) != 2 || ports[0].Label != "db" || ports[0].Value != 15432 || ports[0].To != 5432 || ports[0].HostIP != "127.0.0.1" ||
-		ports[1].Label != "http" || ports[1].Value < 20000 || ports[1].Value > 32000 || ports[1].HostIP != "127.0.0.1" {
+		ports[1].Label != "http" || ports[1].Value < ts.Config.DevMinDynamicPort || ports[1].Value > ts.Config.DevMaxDynamicPort || ports[1].HostIP != "127.0.0.1" {
 		t.Fatalf("AllocatedResources.Shared.Ports %+v", ports)
 	}
 	hp := ports[1].Value
@@ -121,7 +122,7 @@ func TestPortsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if op := oa.AllocatedResources.Shared.Ports; len(op) != 1 || op[0].Label != "http" || op[0].Value == hp || op[0].Value < 20000 {
+	if op := oa.AllocatedResources.Shared.Ports; len(op) != 1 || op[0].Label != "http" || op[0].Value == hp || op[0].Value < ts.Config.DevMinDynamicPort {
 		t.Fatalf("other's ports %+v (web has %d)", op, hp)
 	}
 

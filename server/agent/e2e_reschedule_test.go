@@ -49,6 +49,9 @@ func jobEvals(t *testing.T, ts *servertest.TestServer) []*api.Evaluation {
 // with a tracker), and the deployment fails only at the deadline, with
 // Nomad's text.
 func TestE2ERescheduleUntilProgressDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t)
 	register(t, ts, jobSpec{count: 1,
 		update: update(map[string]any{"ProgressDeadline": int64(20 * time.Second), "HealthyDeadline": int64(10 * time.Second)}),
@@ -95,6 +98,9 @@ func TestE2ERescheduleUntilProgressDeadline(t *testing.T) {
 // turn, with trackers of 0, 1 and 2 events, and the job is dead. (A failed
 // allocation of a failed deployment is never rescheduled, as in Nomad.)
 func TestE2ERescheduleAttemptsExhausted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t)
 	// The task runs past the watcher's batch of health reports (Nomad's 1 s,
 	// deployments.PerJobEvalBatch), whose evaluation marks the deployment
@@ -141,6 +147,9 @@ func TestE2ERescheduleAttemptsExhausted(t *testing.T) {
 // later fails leaves a delayed alloc-failure evaluation and no immediate
 // replacement.
 func TestE2ERescheduleDefaultPolicyDelays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t)
 	register(t, ts, jobSpec{count: 1, update: update(nil),
 		config: map[string]any{"run_for": "1500ms", "exit_code": 1},

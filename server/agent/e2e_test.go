@@ -14,6 +14,9 @@ import (
 // promoted (refused while its canary is not healthy yet), and a third
 // version is failed by hand and rolled back to the stable one.
 func TestE2EDeployCanaryPromoteFailRollback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t)
 
 	reg := register(t, ts, jobSpec{count: 3, update: update(nil)})

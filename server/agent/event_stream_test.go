@@ -17,6 +17,9 @@ import (
 // subscriber resuming at the canary version's index sees the same events
 // from there.
 func TestEventStreamCanaryRollout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t, eventConfig(1000, 0))
 	c := nomadEvents(t, ts, "")
 	topics := map[api.Topic][]string{api.TopicJob: {"web"}, api.TopicEvaluation: {"web"},

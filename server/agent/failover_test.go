@@ -20,6 +20,9 @@ import (
 // over to the survivors, and the new leader's broker, scheduler and
 // deployment watcher carry the rollout to the same end, successful.
 func TestFailoverMidDeployment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	nodes := servertest.StartCluster(t, 3, servertest.HeartbeatTTL(5*time.Second))
 	var urls []string
 	for _, n := range nodes {
@@ -71,6 +74,9 @@ func TestFailoverMidDeployment(t *testing.T) {
 // its heartbeats), its allocations are lost and replaced on the new agent's
 // own node, and the deployment ends successful.
 func TestSnapshotRestoreMidDeployment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	src := devAgent(t)
 	slow := update(map[string]any{"MinHealthyTime": int64(300 * time.Millisecond)})
 	register(t, src, jobSpec{count: 2, update: slow})

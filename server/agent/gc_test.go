@@ -94,6 +94,9 @@ func finished(t *testing.T, ts *servertest.TestServer) []*state.Allocation {
 // passed, the job goes with its versions, evaluations, allocations,
 // deployments and history. A snapshot taken then restores the same state.
 func TestGCPeriodicThroughTheStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	clock := &gcClock{}
 	ts := devAgent(t, withGC(clock, 20*time.Millisecond))
 
@@ -281,6 +284,9 @@ func TestGCEndpointACL(t *testing.T) {
 // finished evaluations at once, and keeps the live allocation, the latest
 // deployment and the job.
 func TestGCForcedKeepsLiveObjects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	ts := devAgent(t, withGC(nil, time.Hour))
 	register(t, ts, jobSpec{count: 2, update: update(nil)})
 	waitDeployment(t, ts, 0, "successful", status(state.DeploymentStatusSuccessful))

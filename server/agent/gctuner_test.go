@@ -65,6 +65,9 @@ var idleGarbage [][]byte
 // spell make a collection, which /v1/agent/self counts. Not parallel: the
 // collector watches the process's CPU and heap.
 func TestAgentCollectsWhenIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long test (it waits out real deadlines, delays or elections); make test runs it")
+	}
 	idleStats := func(ts *servertest.TestServer) (bool, uint64) {
 		t.Helper()
 		rt := selfRuntime(t, ts)

@@ -119,6 +119,7 @@ func (a *Agent) startDevNodes(ctx context.Context, deps svc.Deps) ([]*client.Cli
 		}
 		a.devDataDir = dir
 		base.DataDir, base.RawExec, base.KillTasksOnShutdown, base.HTTPAddr = dir, true, true, "127.0.0.1:0"
+		base.MinDynamicPort, base.MaxDynamicPort = a.Config.DevMinDynamicPort, a.Config.DevMaxDynamicPort
 		c, err := client.New(base)
 		if err != nil {
 			return nil, err

@@ -8,13 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,6 +109,10 @@ func StartNoWait(t testing.TB, opts ...Option) *TestServer {
 	for _, o := range opts {
 		o(cfg)
 	}
+	if cfg.DevNodes == 1 && cfg.DevMinDynamicPort == 0 {
+		// Its client node runs real processes: ports of its own.
+		cfg.DevMinDynamicPort, cfg.DevMaxDynamicPort = DynamicPortRange(t)
+	}
 	withTestTLS(t, cfg)
 	srv, err := agent.New(cfg)
 	if err != nil {
@@ -127,53 +126,6 @@ func StartNoWait(t testing.TB, opts ...Option) *TestServer {
 		out.done.Store(true)
 	})
 	return ts
-}
-
-// FreeAddr returns a 127.0.0.1 address with a port that was free a moment
-// ago. The port is below the kernel's ephemeral range, so that no listener
-// on port 0 and no outgoing connection (of this or a parallel test process)
-// can take it before the caller binds it, and it is never handed out twice
-// in one process.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	lo, hi := portRange()
-	for range 1000 {
-		port := lo + rand.IntN(hi-lo)
-		freeMu.Lock()
-		taken := given[port]
-		given[port] = true
-		freeMu.Unlock()
-		if taken {
-			continue
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return ln.Addr().String()
-	}
-	t.Fatalf("found no free port in [%d, %d)", lo, hi)
-	return ""
-}
-
-var (
-	freeMu sync.Mutex
-	given  = map[int]bool{}
-)
-
-// portRange is where FreeAddr picks ports: from 10000 up to the start of
-// the ephemeral range (Linux: /proc/sys/net/ipv4/ip_local_port_range).
-func portRange() (int, int) {
-	lo, hi := 10000, 32768
-	if buf, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(buf)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > lo+1000 {
-				hi = n
-			}
-		}
-	}
-	return lo, hi
 }
 
 // StartCluster starts n in-memory servers that form one cluster through

@@ -19,6 +19,9 @@ import (
 // (a peer without a certificate of the CA is refused), and over plain
 // HTTP otherwise; both take puts through the leader.
 func TestStartEtcdPeerTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts etcd processes")
+	}
 	if _, err := os.Stat(EtcdBin); err != nil {
 		t.Fatalf("%s is needed (apt-get install -y etcd-server): %v", EtcdBin, err)
 	}
