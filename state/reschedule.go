@@ -22,6 +22,33 @@ func (p *ReschedulePolicy) Enabled() bool {
 	return p != nil && (p.Attempts > 0 || p.Unlimited)
 }
 
+// AttemptsWithin is how many of the tracker's reschedules count against
+// p's Attempts at t: those less than Interval before it (Nomad's
+// rescheduleInfo). A nil tracker has none.
+func (t *RescheduleTracker) AttemptsWithin(p *ReschedulePolicy, at time.Time) int {
+	if t == nil || p == nil {
+		return 0
+	}
+	n := 0
+	for _, e := range t.Events {
+		if at.UnixNano()-e.RescheduleTime < p.Interval.Nanoseconds() {
+			n++
+		}
+	}
+	return n
+}
+
+// RescheduleEligible says whether p still allows the allocation a
+// reschedule at t: it is unlimited, or fewer than Attempts of the
+// allocation's reschedules are within Interval (Nomad's
+// Allocation.RescheduleEligible). A nil or disabled policy allows none.
+func (a *Allocation) RescheduleEligible(p *ReschedulePolicy, at time.Time) bool {
+	if !p.Enabled() {
+		return false
+	}
+	return p.Unlimited || a.RescheduleTracker.AttemptsWithin(p, at) < p.Attempts
+}
+
 // RescheduleTracker is the history of the reschedules that led to an
 // allocation: one event per predecessor, oldest first.
 type RescheduleTracker struct {

@@ -29,10 +29,12 @@ func python3Path(t *testing.T) string {
 // checkedWebJob is a job whose task serves HTTP on a dynamic port
 // (${NOMAD_PORT_http} interpolated in args), registered as service web
 // with an HTTP check of path; version is in the task's env, so that a
-// new version replaces the allocations.
+// new version replaces the allocations. Its reschedule policy allows no
+// attempt, so an unhealthy allocation fails its deployment at once (Nomad's
+// shouldFailEarly), long before the progress deadline.
 func checkedWebJob(python, path, version string) string {
 	return fmt.Sprintf(`{"Job":{"ID":"web","Datacenters":["dc1"],`+
-		`"Update":{"MaxParallel":1,"Canary":1,"MinHealthyTime":500000000,"HealthyDeadline":5000000000,"ProgressDeadline":7000000000,"AutoRevert":true,"AutoPromote":true},`+
+		`"Update":{"MaxParallel":1,"Canary":1,"MinHealthyTime":500000000,"HealthyDeadline":5000000000,"ProgressDeadline":60000000000,"AutoRevert":true,"AutoPromote":true},`+
 		`"TaskGroups":[{"Name":"web","Count":2,"Networks":[{"DynamicPorts":[{"Label":"http"}]}],`+
 		`"ReschedulePolicy":{"Attempts":0,"Unlimited":false},`+
 		`"Services":[{"Name":"web","PortLabel":"http","Provider":"nomad","Checks":[{"Name":"alive","Type":"http","Path":%q,"Interval":1000000000,"Timeout":1000000000}]}],`+
@@ -44,9 +46,9 @@ func checkedWebJob(python, path, version string) string {
 // agent: version 0 of a real HTTP service behind a check becomes healthy
 // through its checks and is registered with its addresses; version 1's
 // canary checks a path that answers 404, never becomes healthy, the
-// deployment fails at its progress deadline and auto_revert rolls back to
-// version 0; GET /v1/service/web then lists exactly the live instances,
-// and the canary's check results say why (404).
+// deployment fails at its healthy deadline (no reschedule attempt left) and
+// auto_revert rolls back to version 0; GET /v1/service/web then lists
+// exactly the live instances, and the canary's check results say why (404).
 func TestChecksCanaryRollbackEndToEnd(t *testing.T) {
 	python := python3Path(t)
 	ts := devAgent(t)
@@ -85,7 +87,7 @@ func TestChecksCanaryRollbackEndToEnd(t *testing.T) {
 		t.Fatalf("register v1: %s", r)
 	}
 	d1 := waitDeployment(t, ts, 1, "failed", status(state.DeploymentStatusFailed))
-	if d1.StatusDescription != "Failed due to progress deadline - rolling back to job version 0" {
+	if d1.StatusDescription != "Failed due to unhealthy allocations - rolling back to job version 0" {
 		t.Fatalf("deployment of version 1: %s", d1.StatusDescription)
 	}
 	var canary *state.Allocation

@@ -93,6 +93,43 @@ func TestE2ERescheduleUntilProgressDeadline(t *testing.T) {
 	}
 }
 
+// Attempts 1 within an hour under a 10-minute progress deadline: the task
+// that fails before it is healthy is marked and replaced once; when the
+// replacement fails too, no attempt is left and the deployment fails at
+// once with "Failed due to unhealthy allocations", long before its
+// deadline (Nomad's shouldFailEarly), and nothing more is placed.
+func TestE2ERescheduleSpentFailsDeploymentEarly(t *testing.T) {
+	ts := devAgent(t)
+	register(t, ts, jobSpec{count: 1,
+		update: update(map[string]any{"ProgressDeadline": int64(10 * time.Minute), "HealthyDeadline": int64(10 * time.Second)}),
+		config: map[string]any{"start_error": "no such image"},
+		group:  map[string]any{"RestartPolicy": noRestart, "ReschedulePolicy": reschedule(1, false, 5*time.Second)}})
+	d := waitDeployment(t, ts, 0, "failed on the replacement's failure", status(state.DeploymentStatusFailed))
+	if d.StatusDescription != state.DeploymentStatusDescriptionFailedAllocations {
+		t.Errorf("description %q, want %q", d.StatusDescription, state.DeploymentStatusDescriptionFailedAllocations)
+	}
+	settle(t, ts)
+	all := allocs(t, ts)
+	if len(all) != 2 {
+		t.Fatalf("%d allocations, want the first and its one replacement", len(all))
+	}
+	for _, a := range all {
+		var full state.Allocation
+		ts.Do(t, http.MethodGet, "/v1/allocation/"+a.ID, "").JSON(t, &full)
+		events, wantEvents := 0, 0
+		if full.RescheduleTracker != nil {
+			events = len(full.RescheduleTracker.Events)
+		}
+		if full.PreviousAllocation != "" {
+			wantEvents = 1 // the replacement
+		}
+		if full.DeploymentID != d.ID || full.DeploymentStatus == nil || !full.DeploymentStatus.IsUnhealthy() || events != wantEvents {
+			t.Errorf("allocation %s: deployment %s, status %+v, previous %q, %d reschedule events",
+				a.ID, full.DeploymentID, full.DeploymentStatus, full.PreviousAllocation, events)
+		}
+	}
+}
+
 // Attempts 2 within an hour: a task that becomes healthy (its deployment
 // succeeds) and then fails is replaced twice; three allocations failed in
 // turn, with trackers of 0, 1 and 2 events, and the job is dead. (A failed

@@ -155,9 +155,10 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 	if d.Status != state.DeploymentStatusRunning && d.Status != state.DeploymentStatusPaused {
 		return time.Time{}
 	}
-	// An unhealthy allocation fails the deployment at once only in a group
-	// without a progress deadline (Nomad's rule); with one, it is marked
-	// for rescheduling and the deadline decides.
+	// An unhealthy allocation fails the deployment at once in a group
+	// without a progress deadline, or when its group's reschedule policy
+	// has no attempt left for it (Nomad's shouldFailEarly); otherwise it
+	// is marked for rescheduling and the deadline decides.
 	unhealthy := map[string]bool{}
 	progressBased := false
 	for name, g := range d.TaskGroups {
@@ -170,11 +171,16 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 			progressBased = true
 		}
 	}
-	if len(unhealthy) == 0 && progressBased && d.Status == state.DeploymentStatusRunning {
-		if err := w.allowReplacements(st, d); err != nil {
+	if len(unhealthy) == 0 && progressBased {
+		marks, spent, err := w.sortUnhealthy(st, d, now)
+		if err == nil && len(spent) == 0 {
+			err = w.allowReplacements(st, d, marks)
+		}
+		if err != nil {
 			log.Warn("marking unhealthy allocations for rescheduling", "deployment", d.ID, "error", err)
 			return now.Add(retryDelay)
 		}
+		unhealthy = spent
 	}
 	if len(unhealthy) > 0 {
 		if err := w.fail(st, d, state.DeploymentStatusDescriptionFailedAllocations, unhealthy, RuleUnhealthy); err != nil {
@@ -229,26 +235,53 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 	return deadline
 }
 
-// allowReplacements marks the unhealthy allocations of d's progress-based
-// groups for rescheduling (DesiredTransition.Reschedule), with an
-// evaluation for the scheduler to act, in one Raft entry (Nomad's
-// deployment watcher does the same with allowReplacements).
-func (w *Watcher) allowReplacements(st *state.Store, d *state.Deployment) error {
+// sortUnhealthy goes through the unhealthy allocations of d's
+// progress-based groups: spent are the groups with one that its reschedule
+// policy (of the deployment's job version) allows no more attempts at now,
+// marks the others not yet marked for rescheduling. As Nomad's
+// handleAllocUpdate, every allocation of the deployment counts for spent,
+// and only those still desired to run are marked.
+func (w *Watcher) sortUnhealthy(st *state.Store, d *state.Deployment, now time.Time) (marks []string, spent map[string]bool, err error) {
+	_, job, err := st.JobVersion(nil, d.Namespace, d.JobID, d.JobVersion)
+	if err != nil {
+		return nil, nil, err
+	}
 	_, allocs, err := st.AllocsByDeployment(nil, d.ID)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	marks := map[string]state.DesiredTransition{}
-	reschedule := true
+	spent = map[string]bool{}
 	for _, a := range allocs {
 		g := d.TaskGroups[a.TaskGroup]
-		if g == nil || g.ProgressDeadline == 0 || a.DesiredStatus != state.AllocDesiredStatusRun || !a.DeploymentStatus.IsUnhealthy() || a.DesiredTransition.ShouldReschedule() {
+		if g == nil || g.ProgressDeadline == 0 || !a.DeploymentStatus.IsUnhealthy() {
 			continue
 		}
-		marks[a.ID] = state.DesiredTransition{Reschedule: &reschedule}
+		// A job version collected since leaves the deadline to decide.
+		if job != nil {
+			if tg := job.LookupTaskGroup(a.TaskGroup); tg != nil && !a.RescheduleEligible(tg.ReschedulePolicy, now) {
+				spent[a.TaskGroup] = true
+				continue
+			}
+		}
+		if a.DesiredStatus == state.AllocDesiredStatusRun && !a.DesiredTransition.ShouldReschedule() {
+			marks = append(marks, a.ID)
+		}
 	}
-	if len(marks) == 0 {
+	return marks, spent, nil
+}
+
+// allowReplacements marks allocations of d for rescheduling
+// (DesiredTransition.Reschedule), with an evaluation for the scheduler to
+// act, in one Raft entry (Nomad's deployment watcher does the same with
+// allowReplacements).
+func (w *Watcher) allowReplacements(st *state.Store, d *state.Deployment, allocIDs []string) error {
+	if len(allocIDs) == 0 {
 		return nil
+	}
+	reschedule := true
+	marks := make(map[string]state.DesiredTransition, len(allocIDs))
+	for _, id := range allocIDs {
+		marks[id] = state.DesiredTransition{Reschedule: &reschedule}
 	}
 	eval, err := newEval(st, d, w.deps.NowNanos())
 	if err != nil {

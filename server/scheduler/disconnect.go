@@ -152,20 +152,7 @@ func (r *reconciler) reconcileReconnecting(allocs []*state.Allocation, canaryIDs
 // replaced at once: when its reschedule policy still allows a reschedule
 // (its delay is not waited for, as Nomad 1.6 does not for a disconnect).
 func (r *reconciler) replaceDisconnected(a *state.Allocation) bool {
-	p := r.policyOf(a)
-	if !p.Enabled() {
-		return false
-	}
-	if p.Unlimited || a.RescheduleTracker == nil {
-		return true
-	}
-	recent := 0
-	for _, e := range a.RescheduleTracker.Events {
-		if r.now.UnixNano()-e.RescheduleTime < p.Interval.Nanoseconds() {
-			recent++
-		}
-	}
-	return recent < p.Attempts
+	return a.RescheduleEligible(r.policyOf(a), r.now)
 }
 
 // markDisconnected records the group's allocations that become unknown, each

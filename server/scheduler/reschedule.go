@@ -70,13 +70,7 @@ func nextRescheduleTime(a *state.Allocation, p *state.ReschedulePolicy) (time.Ti
 	delay := nextDelay(a, p)
 	eligible := p.Unlimited || (p.Attempts > 0 && a.RescheduleTracker == nil)
 	if p.Attempts > 0 && a.RescheduleTracker != nil {
-		attempted := 0
-		for _, e := range a.RescheduleTracker.Events {
-			if failTime.UnixNano()-e.RescheduleTime < p.Interval.Nanoseconds() {
-				attempted++
-			}
-		}
-		eligible = attempted < p.Attempts && delay < p.Interval
+		eligible = a.RescheduleTracker.AttemptsWithin(p, failTime) < p.Attempts && delay < p.Interval
 	}
 	return failTime.Add(delay), eligible
 }

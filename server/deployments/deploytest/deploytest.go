@@ -21,6 +21,7 @@ import (
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/deployments"
+	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
@@ -188,6 +189,9 @@ type Group struct {
 	AutoPromote      bool
 	HealthCheck      string
 	ProgressDeadline time.Duration
+	// Reschedule is the group's reschedule policy; nil: a service job's
+	// default (unlimited), as the jobs endpoint would set.
+	Reschedule *state.ReschedulePolicy
 }
 
 // Job is a service job whose groups run the mock driver; meta tells
@@ -203,8 +207,12 @@ func Job(ns, id, meta string, groups ...Group) *state.Job {
 		if hc == "" {
 			hc = state.UpdateHealthChecks
 		}
+		reschedule := g.Reschedule
+		if reschedule == nil {
+			reschedule = jobs.DefaultReschedulePolicy()
+		}
 		j.TaskGroups = append(j.TaskGroups, &state.TaskGroup{
-			Name: g.Name, Count: g.Count,
+			Name: g.Name, Count: g.Count, ReschedulePolicy: reschedule,
 			Update: &state.UpdateStrategy{
 				MaxParallel: 1, HealthCheck: hc, MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute,
 				ProgressDeadline: g.ProgressDeadline, AutoRevert: g.AutoRevert, AutoPromote: g.AutoPromote, Canary: g.Canary,
@@ -251,6 +259,14 @@ func (f *Fixture) Deploy(job *state.Job) (*state.Deployment, []*state.Allocation
 // DeployAs is Deploy with a chosen deployment ID.
 func (f *Fixture) DeployAs(job *state.Job, id string) (*state.Deployment, []*state.Allocation) {
 	f.T.Helper()
+	return f.DeployEdited(job, id, nil)
+}
+
+// DeployEdited is DeployAs with edit (if not nil) applied to each
+// allocation before the plan is applied, e.g. to give it the
+// RescheduleTracker of the reschedules that led to it.
+func (f *Fixture) DeployEdited(job *state.Job, id string, edit func(*state.Allocation)) (*state.Deployment, []*state.Allocation) {
+	f.T.Helper()
 	d := &state.Deployment{
 		ID: id, Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version,
 		JobModifyIndex: job.JobModifyIndex, JobSpecModifyIndex: job.JobModifyIndex, JobCreateIndex: job.CreateIndex,
@@ -280,6 +296,9 @@ func (f *Fixture) DeployAs(job *state.Job, id string) (*state.Deployment, []*sta
 			}
 			if u.Canary > 0 {
 				a.DeploymentStatus = &state.AllocDeploymentStatus{Canary: true}
+			}
+			if edit != nil {
+				edit(a)
 			}
 			placements = append(placements, a)
 		}
