@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/api"
-	"github.com/ctlplane/ctlplane/http/webguard"
+	"github.com/ctlplane/ctlplane/api/webguard"
 	"github.com/google/uuid"
 )
 

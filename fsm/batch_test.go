@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/fsm"
-	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/state/stream"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"

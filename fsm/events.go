@@ -3,8 +3,8 @@ package fsm
 import (
 	"errors"
 
-	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/state/stream"
 	"github.com/hashicorp/go-memdb"
 )
 

@@ -5,7 +5,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"github.com/ctlplane/ctlplane/server/telemetry"
+	"github.com/ctlplane/ctlplane/fsm/telemetry"
 	"io"
 	"sync"
 	"time"

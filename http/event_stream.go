@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/acl"
-	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/state/stream"
 )
 
 // EventSource is what the event stream needs from a server: the buffer its

@@ -8,9 +8,9 @@ import (
 
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/jobs"
-	"github.com/ctlplane/ctlplane/server/jobs/jobdiff"
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/state/jobdiff"
 	"github.com/gorilla/mux"
 )
 

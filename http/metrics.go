@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ctlplane/ctlplane/server/telemetry"
+	"github.com/ctlplane/ctlplane/fsm/telemetry"
 )
 
 func (h *Handler) registerMetrics() {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/ctlplane/ctlplane/server/stream"
+	"github.com/ctlplane/ctlplane/state/stream"
 )
 
 // watchToken keeps a long answer (a followed log or file) to what its

@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/ctlplane/ctlplane/server/stream"
 	"github.com/ctlplane/ctlplane/server/tlsutil"
+	"github.com/ctlplane/ctlplane/state/stream"
 	"github.com/hashicorp/go-hclog"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/ctlplane/ctlplane/http/webguard"
+	"github.com/ctlplane/ctlplane/api/webguard"
 )
 
 // checkDevAddrs refuses a dev agent (ACLs off by default, a client that

@@ -3,7 +3,7 @@ package state
 import (
 	"sync"
 
-	"github.com/ctlplane/ctlplane/server/stream"
+	"github.com/ctlplane/ctlplane/state/stream"
 	"github.com/hashicorp/go-memdb"
 )
 

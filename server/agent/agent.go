@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/client"
+	"github.com/ctlplane/ctlplane/fsm/telemetry"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/evals"
 	"github.com/ctlplane/ctlplane/server/gc"
 	"github.com/ctlplane/ctlplane/server/gctuner"
 	"github.com/ctlplane/ctlplane/server/svc"
-	"github.com/ctlplane/ctlplane/server/telemetry"
 )
 
 // Agent is a running server with its services.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/groupcommit"
+	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/server/scheduler/usage"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
@@ -25,7 +26,7 @@ type Scheduler interface {
 
 // Planner is what a scheduler commits its decisions through.
 type Planner interface {
-	SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store, error)
+	SubmitPlan(plan *state.Plan) (*state.PlanResult, scheduler.State, error)
 	UpdateEval(eval *state.Evaluation) error
 	CreateEval(eval *state.Evaluation) error
 }
@@ -394,13 +395,13 @@ func (b *Broker) process(ev *state.Evaluation) (err error) {
 // planner commits a scheduler's decisions through Raft.
 type planner struct{ broker *Broker }
 
-func (p *planner) SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store, error) {
+func (p *planner) SubmitPlan(plan *state.Plan) (*state.PlanResult, scheduler.State, error) {
 	return p.SubmitPlanEvals(plan, nil)
 }
 
 // SubmitPlanEvals makes the planner a scheduler.EvalPlanner: the plan and
 // the evaluation's outcome in one Raft entry.
-func (p *planner) SubmitPlanEvals(plan *state.Plan, evals []*state.Evaluation) (*state.PlanResult, *state.Store, error) {
+func (p *planner) SubmitPlanEvals(plan *state.Plan, evals []*state.Evaluation) (*state.PlanResult, scheduler.State, error) {
 	b := p.broker
 	plan.Now = b.deps.NowNanos()
 	var res *state.PlanResult

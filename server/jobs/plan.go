@@ -2,9 +2,9 @@ package jobs
 
 import (
 	"github.com/ctlplane/ctlplane/server/acl"
-	"github.com/ctlplane/ctlplane/server/jobs/jobdiff"
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/state/jobdiff"
 	"github.com/hashicorp/go-memdb"
 )
 

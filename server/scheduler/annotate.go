@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ctlplane/ctlplane/server/jobs/jobdiff"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/state/jobdiff"
 )
 
 // Annotations a plan puts on a job diff (Nomad's scheduler/annotate.go).

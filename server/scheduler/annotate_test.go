@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctlplane/ctlplane/server/jobs/jobdiff"
 	"github.com/ctlplane/ctlplane/state"
+	"github.com/ctlplane/ctlplane/state/jobdiff"
 )
 
 func annotateJob() *state.Job {

@@ -70,7 +70,7 @@ func (h *harness) clock() time.Time { return h.now }
 
 // SubmitPlan applies the plan at the next index; a refused plan comes back
 // with a fresh point-in-time store, as the leader's plan applier does.
-func (h *harness) SubmitPlan(p *state.Plan) (*state.PlanResult, *state.Store, error) {
+func (h *harness) SubmitPlan(p *state.Plan) (*state.PlanResult, State, error) {
 	if h.beforeApply != nil {
 		h.beforeApply(h)
 	}

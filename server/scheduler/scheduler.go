@@ -38,8 +38,9 @@ type State interface {
 // and evaluation writer, or a test harness).
 type Planner interface {
 	// SubmitPlan commits the plan through Raft (the leader sets plan.Now). When the state moved on
-	// (result.Refused != ""), it also returns a fresh state to recompute from.
-	SubmitPlan(plan *state.Plan) (*state.PlanResult, *state.Store, error)
+	// (result.Refused != ""), it also returns a fresh state to recompute from, read only as
+	// every state the scheduler reads.
+	SubmitPlan(plan *state.Plan) (*state.PlanResult, State, error)
 	UpdateEval(eval *state.Evaluation) error // e.g. mark complete/failed
 	CreateEval(eval *state.Evaluation) error // follow-ups, blocked evals
 }
@@ -48,7 +49,7 @@ type Planner interface {
 // the plan and, only when it is applied, evals with it in one Raft entry
 // (the evaluation's outcome), as SubmitPlan otherwise.
 type EvalPlanner interface {
-	SubmitPlanEvals(plan *state.Plan, evals []*state.Evaluation) (*state.PlanResult, *state.Store, error)
+	SubmitPlanEvals(plan *state.Plan, evals []*state.Evaluation) (*state.PlanResult, State, error)
 }
 
 // UsageSource is an optional Planner capability: the resources the live
@@ -121,7 +122,7 @@ func (s *serviceScheduler) Process(eval *state.Evaluation) error {
 			return s.complete(snap, eval, res)
 		}
 		var pr *state.PlanResult
-		var fresh *state.Store
+		var fresh State
 		if ep, ok := s.planner.(EvalPlanner); ok {
 			// The outcome rides with the plan: applied together or not at all.
 			writes, err := s.completion(snap, eval, res)

@@ -107,7 +107,7 @@ func TestHotSinkKeysByParts(t *testing.T) {
 	}
 }
 
-// go test -run '^$' -bench Sinks -benchmem ./server/telemetry/: one
+// go test -run '^$' -bench Sinks -benchmem ./fsm/telemetry/: one
 // raft-style sample through go-metrics into the in-memory and Prometheus
 // sinks directly (before) and through the hot sink (after).
 func BenchmarkSinks(b *testing.B) {

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/ctlplane/ctlplane/http/webguard"
+	"github.com/ctlplane/ctlplane/api/webguard"
 )
 
 func TestLoopbackHost(t *testing.T) {
