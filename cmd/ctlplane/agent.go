@@ -129,14 +129,18 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	cfg.DevNodes = *devNodes
 	cfg.DevNodeGroups = devGroups
 
+	// Signals are caught from before the start: a dev agent's start waits
+	// for its nodes' registration, and a SIGTERM then must still end it
+	// cleanly (it is acted on once the start returns).
+	sigCh := make(chan os.Signal, 1)
+	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)
 	srv, err := ctlagent.New(cfg)
 	if err != nil {
+		signal.Stop(sigCh)
 		cfg.Logger.Error("failed to start", "error", err)
 		return 1
 	}
 
-	sigCh := make(chan os.Signal, 1)
-	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)
 	select {
 	case sig := <-sigCh:
 		cfg.Logger.Info("caught signal", "signal", sig.String())

@@ -62,7 +62,7 @@ func New(cfg *server.Config) (*Agent, error) {
 	// as it answers is placed, not blocked for want of a node. Not when it
 	// joins others (it forms a cluster through their APIs and its own), nor
 	// when its nodes have no token to register with.
-	release := func() {}
+	var release func()
 	if hasDevNodes(cfg) && len(cfg.Join) == 0 && (!cfg.ACLEnabled || cfg.ACLInitialManagementToken != "") {
 		release = srv.HoldAPI()
 	}
@@ -86,8 +86,12 @@ func New(cfg *server.Config) (*Agent, error) {
 		a.Shutdown()
 		return nil, fmt.Errorf("failed to start the dev client nodes: %w", err)
 	}
-	a.awaitRegistered(nodes)
-	release()
+	if release != nil {
+		// Only when held: nodes without a token never register, so waiting
+		// for them would only delay the start (and a SIGTERM) by the timeout.
+		a.awaitRegistered(nodes)
+		release()
+	}
 	return a, nil
 }
 
