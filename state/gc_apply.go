@@ -45,12 +45,34 @@ type gcBatch struct {
 // its allocations do.
 func (g *gcReader) recheck(req *GCRequest) (*gcBatch, error) {
 	b := &gcBatch{allocs: map[string]*Allocation{}, deployments: map[string]*Deployment{}}
-	for _, step := range []func(*GCRequest, *gcBatch) error{
-		g.recheckJobs, g.recheckAllocs, g.recheckEvals, g.recheckDeployments, g.recheckNodes,
-	} {
-		if err := step(req, b); err != nil {
-			return nil, err
+	if err := g.recheckJobs(req, b); err != nil {
+		return nil, err
+	}
+	if err := recheckIDs(g.txn, allocsTable, "allocation", req.AllocIDs, g.allocCandidate,
+		func(a *Allocation) { b.allocs[a.ID] = a }); err != nil {
+		return nil, err
+	}
+	evalQualifies := func(e *Evaluation) (bool, error) {
+		all, its, _, err := g.evalCandidate(e)
+		if err != nil {
+			return false, err
 		}
+		for _, a := range its {
+			all = all && b.allocs[a.ID] != nil
+		}
+		return all, nil
+	}
+	if err := recheckIDs(g.txn, evalsTable, "evaluation", req.EvalIDs, evalQualifies,
+		func(e *Evaluation) { b.evals = append(b.evals, e) }); err != nil {
+		return nil, err
+	}
+	if err := recheckIDs(g.txn, deploymentsTable, "deployment", req.DeploymentIDs, g.deploymentCandidate,
+		func(d *Deployment) { b.deployments[d.ID] = d }); err != nil {
+		return nil, err
+	}
+	if err := recheckIDs(g.txn, nodesTable, "node", req.NodeIDs, g.nodeCandidate,
+		func(n *Node) { b.nodes = append(b.nodes, n) }); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
@@ -75,84 +97,23 @@ func (g *gcReader) recheckJobs(req *GCRequest, b *gcBatch) error {
 	return nil
 }
 
-func (g *gcReader) recheckAllocs(req *GCRequest, b *gcBatch) error {
-	for _, id := range req.AllocIDs {
-		a, err := gcLookup[Allocation](g.txn, allocsTable, "allocation", id)
+// recheckIDs reads each of ids from table and passes those still there
+// that qualify to keep.
+func recheckIDs[T any](txn *memdb.Txn, table, what string, ids []string, qualifies func(*T) (bool, error), keep func(*T)) error {
+	for _, id := range ids {
+		obj, err := gcLookup[T](txn, table, what, id)
 		if err != nil {
 			return err
 		}
-		if a == nil {
+		if obj == nil {
 			continue
 		}
-		ok, err := g.allocCandidate(a)
+		ok, err := qualifies(obj)
 		if err != nil {
 			return err
 		}
 		if ok {
-			b.allocs[id] = a
-		}
-	}
-	return nil
-}
-
-func (g *gcReader) recheckEvals(req *GCRequest, b *gcBatch) error {
-	for _, id := range req.EvalIDs {
-		e, err := gcLookup[Evaluation](g.txn, evalsTable, "evaluation", id)
-		if err != nil {
-			return err
-		}
-		if e == nil {
-			continue
-		}
-		all, its, _, err := g.evalCandidate(e)
-		if err != nil {
-			return err
-		}
-		for _, a := range its {
-			all = all && b.allocs[a.ID] != nil
-		}
-		if all {
-			b.evals = append(b.evals, e)
-		}
-	}
-	return nil
-}
-
-func (g *gcReader) recheckDeployments(req *GCRequest, b *gcBatch) error {
-	for _, id := range req.DeploymentIDs {
-		d, err := gcLookup[Deployment](g.txn, deploymentsTable, "deployment", id)
-		if err != nil {
-			return err
-		}
-		if d == nil {
-			continue
-		}
-		ok, err := g.deploymentCandidate(d)
-		if err != nil {
-			return err
-		}
-		if ok {
-			b.deployments[id] = d
-		}
-	}
-	return nil
-}
-
-func (g *gcReader) recheckNodes(req *GCRequest, b *gcBatch) error {
-	for _, id := range req.NodeIDs {
-		n, err := gcLookup[Node](g.txn, nodesTable, "node", id)
-		if err != nil {
-			return err
-		}
-		if n == nil {
-			continue
-		}
-		ok, err := g.nodeCandidate(n)
-		if err != nil {
-			return err
-		}
-		if ok {
-			b.nodes = append(b.nodes, n)
+			keep(obj)
 		}
 	}
 	return nil

@@ -103,8 +103,8 @@ var exceptions = map[exception]string{
 	{"Evaluation", "WaitUntil", typeMismatch}:       "http/evals.go's evalView sends state's Unix nanoseconds as a time, as Nomad does",
 	{"NetworkResource", "IP", onlyInAPI}:            "http/allocs_detail.go fills it from the allocation's host ports; a group's network block has no IP",
 	{"Allocation", "AllocatedResources", onlyInAPI}: "http/allocs_detail.go builds it from the allocation's ports and its group's network",
-	{"Allocation", "AllocatedPorts", jsonOmit}:      "only the client protocol sends it; api leaves it out when empty",
-	{"Allocation", "AllocStates", jsonOmit}:         "api leaves it out when empty; state writes null, which decodes the same",
+	{"Allocation", "AllocatedPorts", jsonOmit}:      "api leaves it out when empty; absent, null and [] decode alike into a Go slice",
+	{"Allocation", "AllocStates", jsonOmit}:         "api leaves it out when empty; absent, null and [] decode alike into a Go slice",
 	{"AllocClientUpdate", "CheckResults", jsonOmit}: "the client leaves it out when it has no check results; the servers read both as none",
 
 	// Server-side bookkeeping that is never sent to a client.
