@@ -138,58 +138,114 @@ func (s *Store) ApplyPlanWithEvals(idx uint64, p *Plan, evals []*Evaluation) (*P
 	if reason, err := checkPlanTxn(txn, s.usage, p); err != nil || reason != "" {
 		return &PlanResult{Refused: reason}, err
 	}
-	deployments := map[string]*Deployment{}
-	loadDeployment := func(id string) (*Deployment, error) {
-		if d, ok := deployments[id]; ok {
-			return d, nil
-		}
-		raw, err := txn.First(deploymentsTable, "id", id)
-		if err != nil {
-			return nil, fmt.Errorf("failed deployment lookup: %w", err)
-		}
-		if raw == nil {
-			return nil, nil
-		}
-		d := raw.(*Deployment).Copy()
-		deployments[id] = d
-		return d, nil
-	}
-	if p.Deployment != nil {
-		d := p.Deployment.Copy()
-		d.CreateIndex, d.ModifyIndex = idx, idx
-		d.CreateTime, d.ModifyTime = p.Now, p.Now
-		deployments[d.ID] = d
-		if err := addHistoryTxn(txn, idx, nil, d, DeploymentCause{Kind: "scheduler", EvalID: p.EvalID, Rule: "created"}, p.Now); err != nil {
+	w := &planWrite{txn: txn, idx: idx, p: p, deployments: map[string]*Deployment{}}
+	for _, step := range []func() error{
+		w.createDeployment, w.stop, w.setClientStates, w.linkFollowups, w.insertFollowupEvals,
+		w.updateInPlace, w.place, w.updateDeployments, w.writeDeployments, w.setAllocsIndex,
+	} {
+		if err := step(); err != nil {
 			return nil, err
 		}
 	}
-	for _, st := range p.Stops {
-		raw, _ := txn.First(allocsTable, "id", st.AllocID)
-		a := raw.(*Allocation).Copy()
+	for _, e := range evals {
+		if err := upsertEvalTxn(txn, idx, e); err != nil {
+			return nil, err
+		}
+	}
+	if err := refreshJobStatusTxn(txn, idx, p.Namespace, p.JobID); err != nil {
+		return nil, err
+	}
+	s.commitOrch(txn, idx)
+	return &PlanResult{Index: idx}, nil
+}
+
+// planWrite applies a checked plan inside its write transaction, one step
+// per kind of change. The deployments it touches are read once into
+// deployments, changed there and written together by writeDeployments.
+type planWrite struct {
+	txn         *memdb.Txn
+	idx         uint64
+	p           *Plan
+	deployments map[string]*Deployment
+}
+
+// deployment returns the plan's copy of deployment id (nil: none).
+func (w *planWrite) deployment(id string) (*Deployment, error) {
+	if d, ok := w.deployments[id]; ok {
+		return d, nil
+	}
+	raw, err := w.txn.First(deploymentsTable, "id", id)
+	if err != nil {
+		return nil, fmt.Errorf("failed deployment lookup: %w", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	d := raw.(*Deployment).Copy()
+	w.deployments[id] = d
+	return d, nil
+}
+
+// alloc returns a copy of allocation id to change; checkPlanTxn made sure
+// every allocation the plan changes exists.
+func (w *planWrite) alloc(id string) *Allocation {
+	raw, _ := w.txn.First(allocsTable, "id", id)
+	return raw.(*Allocation).Copy()
+}
+
+func (w *planWrite) update(a *Allocation) error {
+	if err := w.txn.Insert(allocsTable, a); err != nil {
+		return fmt.Errorf("failed updating allocation: %w", err)
+	}
+	return nil
+}
+
+// createDeployment adds the deployment the plan starts, with its history.
+func (w *planWrite) createDeployment() error {
+	if w.p.Deployment == nil {
+		return nil
+	}
+	d := w.p.Deployment.Copy()
+	d.CreateIndex, d.ModifyIndex = w.idx, w.idx
+	d.CreateTime, d.ModifyTime = w.p.Now, w.p.Now
+	w.deployments[d.ID] = d
+	return addHistoryTxn(w.txn, w.idx, nil, d, DeploymentCause{Kind: "scheduler", EvalID: w.p.EvalID, Rule: "created"}, w.p.Now)
+}
+
+// stop marks the stopped allocations desired stop (and, for those the
+// servers end themselves, their client status).
+func (w *planWrite) stop() error {
+	for _, st := range w.p.Stops {
+		a := w.alloc(st.AllocID)
 		a.DesiredStatus = AllocDesiredStatusStop
 		a.DesiredDescription = st.DesiredDescription
 		if st.ClientStatus != "" {
 			a.ClientStatus = st.ClientStatus
-			a.AppendState(AllocStateFieldClientStatus, st.ClientStatus, time.Unix(0, p.Now))
+			a.AppendState(AllocStateFieldClientStatus, st.ClientStatus, time.Unix(0, w.p.Now))
 		}
 		if st.FollowupEvalID != "" {
 			a.FollowupEvalID = st.FollowupEvalID
 		}
-		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
-		if err := txn.Insert(allocsTable, a); err != nil {
-			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = w.idx, w.idx, w.p.Now
+		if err := w.update(a); err != nil {
+			return err
 		}
 	}
-	for _, cs := range p.ClientStates {
-		raw, _ := txn.First(allocsTable, "id", cs.AllocID)
-		a := raw.(*Allocation).Copy()
+	return nil
+}
+
+// setClientStates applies the servers' changes of client status
+// (disconnect and reconnect).
+func (w *planWrite) setClientStates() error {
+	for _, cs := range w.p.ClientStates {
+		a := w.alloc(cs.AllocID)
 		if cs.ClientStatus != "" {
 			if cs.ClientStatus != a.ClientStatus {
 				a.ClientStatus, a.ClientDescription = cs.ClientStatus, cs.ClientDescription
 			}
 			at := cs.Time
 			if at == 0 {
-				at = p.Now
+				at = w.p.Now
 			}
 			a.AppendState(AllocStateFieldClientStatus, cs.ClientStatus, time.Unix(0, at))
 		}
@@ -205,124 +261,156 @@ func (s *Store) ApplyPlanWithEvals(idx uint64, p *Plan, evals []*Evaluation) (*P
 			a.NextAllocation = ""
 		}
 		// AllocModifyIndex too: a client that comes back learns of it.
-		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
-		if err := txn.Insert(allocsTable, a); err != nil {
-			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = w.idx, w.idx, w.p.Now
+		if err := w.update(a); err != nil {
+			return err
 		}
 	}
-	for _, fu := range p.Followups {
-		raw, _ := txn.First(allocsTable, "id", fu.AllocID)
-		a := raw.(*Allocation).Copy()
+	return nil
+}
+
+// linkFollowups links failed allocations to the evaluations that will
+// replace them.
+func (w *planWrite) linkFollowups() error {
+	for _, fu := range w.p.Followups {
+		a := w.alloc(fu.AllocID)
 		a.FollowupEvalID = fu.FollowupEvalID
 		// ModifyTime stays: it is the failure time a delay counts from
 		// when the client reported no task times.
-		a.ModifyIndex = idx
-		if err := txn.Insert(allocsTable, a); err != nil {
-			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		a.ModifyIndex = w.idx
+		if err := w.update(a); err != nil {
+			return err
 		}
 	}
-	for _, e := range p.FollowupEvals {
+	return nil
+}
+
+func (w *planWrite) insertFollowupEvals() error {
+	for _, e := range w.p.FollowupEvals {
 		ev := *e
-		ev.CreateTime, ev.ModifyTime = p.Now, p.Now
-		if err := upsertEvalTxn(txn, idx, &ev); err != nil {
-			return nil, err
+		ev.CreateTime, ev.ModifyTime = w.p.Now, w.p.Now
+		if err := upsertEvalTxn(w.txn, w.idx, &ev); err != nil {
+			return err
 		}
 	}
-	for _, ip := range p.InPlace {
-		raw, _ := txn.First(allocsTable, "id", ip.AllocID)
-		a := raw.(*Allocation).Copy()
+	return nil
+}
+
+// updateInPlace moves allocations to the job's new version without
+// replacing them.
+func (w *planWrite) updateInPlace() error {
+	for _, ip := range w.p.InPlace {
+		a := w.alloc(ip.AllocID)
 		a.JobVersion = ip.JobVersion
 		if ip.DeploymentID != a.DeploymentID {
 			// The allocation joins the new deployment: it counts as placed
 			// there (as Nomad counts it), and its health is reported anew.
 			a.DeploymentID = ip.DeploymentID
 			a.DeploymentStatus = nil
-			if err := countPlacement(a, p.Now, loadDeployment); err != nil {
-				return nil, err
+			if err := countPlacement(a, w.p.Now, w.deployment); err != nil {
+				return err
 			}
 		}
-		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = idx, idx, p.Now
-		if err := txn.Insert(allocsTable, a); err != nil {
-			return nil, fmt.Errorf("failed updating allocation: %w", err)
+		a.ModifyIndex, a.AllocModifyIndex, a.ModifyTime = w.idx, w.idx, w.p.Now
+		if err := w.update(a); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// place inserts the new allocations, counts them into their deployments
+// and links each to the allocation it replaces.
+func (w *planWrite) place() error {
 	local, metrics := planStrings(), newMetricMaps()
-	for _, pl := range p.Placements {
+	for _, pl := range w.p.Placements {
 		a := pl.Copy()
 		a.internStrings(shared, local)
 		metrics.share(a.Metrics)
-		a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = idx, idx, idx
-		a.CreateTime, a.ModifyTime = p.Now, p.Now
+		a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = w.idx, w.idx, w.idx
+		a.CreateTime, a.ModifyTime = w.p.Now, w.p.Now
 		if a.ClientStatus == "" {
 			a.ClientStatus = AllocClientStatusPending
 		}
 		if a.DesiredStatus == "" {
 			a.DesiredStatus = AllocDesiredStatusRun
 		}
-		if err := countPlacement(a, p.Now, loadDeployment); err != nil {
-			return nil, err
+		if err := countPlacement(a, w.p.Now, w.deployment); err != nil {
+			return err
 		}
-		if a.PreviousAllocation != "" {
-			if raw, err := txn.First(allocsTable, "id", a.PreviousAllocation); err == nil && raw != nil {
-				prev := raw.(*Allocation).Copy()
-				prev.NextAllocation = a.ID
-				prev.ModifyIndex = idx
-				if err := txn.Insert(allocsTable, prev); err != nil {
-					return nil, fmt.Errorf("failed updating allocation: %w", err)
-				}
-			}
+		if err := w.linkPrevious(a); err != nil {
+			return err
 		}
-		if err := txn.Insert(allocsTable, a); err != nil {
-			return nil, fmt.Errorf("failed inserting allocation: %w", err)
+		if err := w.txn.Insert(allocsTable, a); err != nil {
+			return fmt.Errorf("failed inserting allocation: %w", err)
 		}
 	}
-	for _, u := range p.DeploymentUpdates {
-		d, err := loadDeployment(u.DeploymentID)
+	return nil
+}
+
+// linkPrevious sets NextAllocation on the allocation a replaces, if it is
+// still there.
+func (w *planWrite) linkPrevious(a *Allocation) error {
+	if a.PreviousAllocation == "" {
+		return nil
+	}
+	raw, err := w.txn.First(allocsTable, "id", a.PreviousAllocation)
+	if err != nil || raw == nil {
+		return nil
+	}
+	prev := raw.(*Allocation).Copy()
+	prev.NextAllocation = a.ID
+	prev.ModifyIndex = w.idx
+	return w.update(prev)
+}
+
+// updateDeployments applies the scheduler's deployment status changes
+// (complete, cancelled); a successful one marks its job version stable.
+func (w *planWrite) updateDeployments() error {
+	for _, u := range w.p.DeploymentUpdates {
+		d, err := w.deployment(u.DeploymentID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		old := d.Copy()
 		d.Status, d.StatusDescription = u.Status, u.StatusDescription
-		d.ModifyIndex, d.ModifyTime = idx, p.Now
+		d.ModifyIndex, d.ModifyTime = w.idx, w.p.Now
 		rule := "complete"
 		if u.Status == DeploymentStatusCancelled {
 			rule = "cancelled"
 		}
-		if err := addHistoryTxn(txn, idx, old, d, DeploymentCause{Kind: "scheduler", EvalID: p.EvalID, Rule: rule}, p.Now); err != nil {
-			return nil, err
+		if err := addHistoryTxn(w.txn, w.idx, old, d, DeploymentCause{Kind: "scheduler", EvalID: w.p.EvalID, Rule: rule}, w.p.Now); err != nil {
+			return err
 		}
 		if u.Status == DeploymentStatusSuccessful {
-			if err := setJobStableTxn(txn, idx, d.Namespace, d.JobID, d.JobVersion, true); err != nil && !isNotFound(err) {
-				return nil, err
+			if err := setJobStableTxn(w.txn, w.idx, d.Namespace, d.JobID, d.JobVersion, true); err != nil && !isNotFound(err) {
+				return err
 			}
 		}
 	}
-	for _, d := range deployments {
-		d.ModifyIndex = idx
-		if err := txn.Insert(deploymentsTable, d); err != nil {
-			return nil, fmt.Errorf("failed writing deployment: %w", err)
+	return nil
+}
+
+// writeDeployments writes every deployment the plan touched.
+func (w *planWrite) writeDeployments() error {
+	for _, d := range w.deployments {
+		d.ModifyIndex = w.idx
+		if err := w.txn.Insert(deploymentsTable, d); err != nil {
+			return fmt.Errorf("failed writing deployment: %w", err)
 		}
 	}
-	if len(deployments) > 0 {
-		if err := setIndex(txn, deploymentsTable, idx); err != nil {
-			return nil, err
-		}
+	if len(w.deployments) == 0 {
+		return nil
 	}
-	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups)+len(p.ClientStates) > 0 {
-		if err := setIndex(txn, allocsTable, idx); err != nil {
-			return nil, err
-		}
+	return setIndex(w.txn, deploymentsTable, w.idx)
+}
+
+func (w *planWrite) setAllocsIndex() error {
+	p := w.p
+	if len(p.Placements)+len(p.Stops)+len(p.InPlace)+len(p.Followups)+len(p.ClientStates) == 0 {
+		return nil
 	}
-	for _, e := range evals {
-		if err := upsertEvalTxn(txn, idx, e); err != nil {
-			return nil, err
-		}
-	}
-	if err := refreshJobStatusTxn(txn, idx, p.Namespace, p.JobID); err != nil {
-		return nil, err
-	}
-	s.commitOrch(txn, idx)
-	return &PlanResult{Index: idx}, nil
+	return setIndex(w.txn, allocsTable, w.idx)
 }
 
 // countPlacement counts a newly placed (or newly joined) allocation into its
@@ -351,205 +439,4 @@ func countPlacement(a *Allocation, now int64, load func(string) (*Deployment, er
 	}
 	d.ModifyTime = now
 	return nil
-}
-
-// checkPlanTxn says why a plan no longer fits the state ("" when it does).
-// Room on the nodes is read from usage: O(placements and stops), whatever
-// the nodes already run.
-func checkPlanTxn(txn *memdb.Txn, usage *nodeUsage, p *Plan) (string, error) {
-	raw, err := txn.First(jobsTable, "id", p.Namespace, p.JobID)
-	if err != nil {
-		return "", fmt.Errorf("failed job lookup: %w", err)
-	}
-	var cur uint64
-	if raw != nil {
-		cur = raw.(*Job).JobModifyIndex
-	}
-	if cur != p.JobModifyIndex {
-		return fmt.Sprintf("job %q changed since the plan was computed", p.JobID), nil
-	}
-	stopping := map[string]bool{}
-	// freed: what the live allocations the plan stops give back, per node.
-	freed := map[string]Resources{}
-	for _, st := range p.Stops {
-		raw, err := txn.First(allocsTable, "id", st.AllocID)
-		if err != nil {
-			return "", fmt.Errorf("failed allocation lookup: %w", err)
-		}
-		if raw == nil {
-			return fmt.Sprintf("allocation %s is gone", st.AllocID), nil
-		}
-		if a := raw.(*Allocation); !stopping[a.ID] && !a.TerminalStatus() {
-			freed[a.NodeID] = freed[a.NodeID].Plus(a.Resources, 1)
-		}
-		stopping[st.AllocID] = true
-	}
-	for _, fu := range p.Followups {
-		raw, err := txn.First(allocsTable, "id", fu.AllocID)
-		if err != nil {
-			return "", fmt.Errorf("failed allocation lookup: %w", err)
-		}
-		if raw == nil {
-			return fmt.Sprintf("allocation %s is gone", fu.AllocID), nil
-		}
-		// Another evaluation took care of it meanwhile.
-		if a := raw.(*Allocation); a.FollowupEvalID != "" || a.NextAllocation != "" {
-			return fmt.Sprintf("allocation %s already has a follow-up", fu.AllocID), nil
-		}
-	}
-	for _, cs := range p.ClientStates {
-		raw, err := txn.First(allocsTable, "id", cs.AllocID)
-		if err != nil {
-			return "", fmt.Errorf("failed allocation lookup: %w", err)
-		}
-		if raw == nil || stopping[cs.AllocID] || raw.(*Allocation).TerminalStatus() {
-			return fmt.Sprintf("allocation %s is gone or stopped", cs.AllocID), nil
-		}
-	}
-	for _, ip := range p.InPlace {
-		raw, err := txn.First(allocsTable, "id", ip.AllocID)
-		if err != nil {
-			return "", fmt.Errorf("failed allocation lookup: %w", err)
-		}
-		if raw == nil || raw.(*Allocation).TerminalStatus() {
-			return fmt.Sprintf("allocation %s is gone or stopped", ip.AllocID), nil
-		}
-	}
-	// Migrations (placements replacing an allocation this plan stops as
-	// migrated) may also go into a paused deployment, as in Nomad: a
-	// paused rollout must not block a drain.
-	migrating := map[string]bool{}
-	for _, st := range p.Stops {
-		if st.DesiredDescription == AllocDescMigrating {
-			migrating[st.AllocID] = true
-		}
-	}
-	running := func(id string, migration bool) (bool, error) {
-		if p.Deployment != nil && p.Deployment.ID == id {
-			return true, nil
-		}
-		raw, err := txn.First(deploymentsTable, "id", id)
-		if err != nil {
-			return false, fmt.Errorf("failed deployment lookup: %w", err)
-		}
-		if raw == nil {
-			return false, nil
-		}
-		st := raw.(*Deployment).Status
-		return st == DeploymentStatusRunning || (migration && st == DeploymentStatusPaused), nil
-	}
-	for _, u := range p.DeploymentUpdates {
-		raw, err := txn.First(deploymentsTable, "id", u.DeploymentID)
-		if err != nil {
-			return "", fmt.Errorf("failed deployment lookup: %w", err)
-		}
-		if raw == nil || !raw.(*Deployment).Active() {
-			return fmt.Sprintf("deployment %s is gone or no longer active", u.DeploymentID), nil
-		}
-		// Success needs the deployment still running: a pause or a
-		// failure that came in meanwhile wins.
-		if u.Status == DeploymentStatusSuccessful || u.Status == DeploymentStatusBlocked {
-			if raw.(*Deployment).Status != DeploymentStatusRunning {
-				return fmt.Sprintf("deployment %s is no longer running", u.DeploymentID), nil
-			}
-		}
-	}
-	// Resources per node: what the live allocations use, plus the placements.
-	type onNode struct {
-		need       Resources
-		placements []*Allocation
-		ports      []int
-	}
-	nodes := map[string]*onNode{}
-	var order []string
-	for _, pl := range p.Placements {
-		if pl.DeploymentID != "" {
-			ok, err := running(pl.DeploymentID, migrating[pl.PreviousAllocation])
-			if err != nil {
-				return "", err
-			}
-			if !ok {
-				return fmt.Sprintf("deployment %s is not running", pl.DeploymentID), nil
-			}
-		}
-		n := nodes[pl.NodeID]
-		if n == nil {
-			n = &onNode{}
-			nodes[pl.NodeID] = n
-			order = append(order, pl.NodeID)
-		}
-		n.need = n.need.Plus(pl.Resources, 1)
-		n.placements = append(n.placements, pl)
-		for _, port := range pl.AllocatedPorts {
-			n.ports = append(n.ports, port.Value)
-		}
-	}
-	for _, nodeID := range order {
-		n := nodes[nodeID]
-		raw, err := txn.First(nodesTable, "id", nodeID)
-		if err != nil {
-			return "", fmt.Errorf("failed node lookup: %w", err)
-		}
-		if raw == nil || !raw.(*Node).Ready() {
-			return fmt.Sprintf("node %s is gone or not ready", nodeID), nil
-		}
-		node := raw.(*Node)
-		used, held := usage.room(nodeID, n.ports)
-		// What stays plus what is placed; freed (counted alike) is part
-		// of used, so the difference is never negative.
-		f := freed[nodeID]
-		used.CPU, used.MemoryMB = used.CPU-f.CPU, used.MemoryMB-f.MemoryMB
-		_, cpuOK := Room(node.Resources.CPU, used.CPU, n.need.CPU)
-		_, memOK := Room(node.Resources.MemoryMB, used.MemoryMB, n.need.MemoryMB)
-		if !cpuOK || !memOK {
-			return fmt.Sprintf("node %s has no room left", nodeID), nil
-		}
-		if reason := portCollision(node, held, stopping, n.placements); reason != "" {
-			return reason, nil
-		}
-	}
-	return "", nil
-}
-
-// portCollision says which host port two allocations (or an allocation
-// and the node's reserved ports) would share on node: the applier's
-// guarantee that two plans computed side by side never hand out one port
-// twice ("" if none). held lists, per port the placements ask for, the
-// live allocations holding it; placements are the plan's on this node.
-func portCollision(node *Node, held map[int][]string, stopping map[string]bool, placements []*Allocation) string {
-	taken := map[int]string{}
-	for _, pl := range placements {
-		for _, port := range pl.AllocatedPorts {
-			other, ok := taken[port.Value]
-			if !ok {
-				other, ok = holder(node, held[port.Value], stopping, port.Value)
-			}
-			if ok {
-				return fmt.Sprintf("node %s: port %d (%s of allocation %s) is already taken by %s", node.ID, port.Value, port.Label, pl.ID, other)
-			}
-			taken[port.Value] = "allocation " + pl.ID
-		}
-	}
-	return ""
-}
-
-// holder names what holds port on node before the plan: a live allocation
-// the plan does not stop (the highest ID, as the node's allocations were
-// listed in ID order), else the node's reserved ports.
-func holder(node *Node, owners []string, stopping map[string]bool, port int) (string, bool) {
-	best := ""
-	for _, id := range owners {
-		if !stopping[id] && id > best {
-			best = id
-		}
-	}
-	if best != "" {
-		return "allocation " + best, true
-	}
-	for _, p := range node.ReservedPorts {
-		if p == port {
-			return "the node's reserved ports", true
-		}
-	}
-	return "", false
 }
