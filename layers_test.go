@@ -35,7 +35,7 @@ var layers = []struct {
 	5: {"services", []string{"server/..."}},
 	6: {"server", []string{"server"}},
 	7: {"http", []string{"http/..."}},
-	8: {"composition root", []string{"server/agent/...", "server/servertest/...", "server/deployments/deploytest/...", "cmd/...", "scripts/..."}},
+	8: {"composition root", []string{"server/agent/...", "server/servertest/...", "server/deployments/deploytest/...", "cmd/...", "scripts/...", "internal/..."}},
 }
 
 // layerOf returns the layer of pkg (a path inside the module), or -1 when no
