@@ -10,7 +10,8 @@
 #      each next to a 3-member etcd cluster's puts through its leader: boltdb
 #      with Raft over mutual TLS against etcd with mutual peer TLS (the
 #      headline), boltdb without Raft TLS against etcd without peer TLS, and
-#      the wal log store with TLS against etcd with peer TLS
+#      the wal log store with TLS against etcd with peer TLS; with CONSUL_BIN,
+#      also next to a 3-server Consul (server RPC without TLS, its default)
 #   3. failover time over 10 leader kills (scripts/failover)
 #   4. snapshot save/restore at 100k and 1M rules (scripts/snapbench)
 #   5. Go benchmarks (validating a never-seen BindName, token resolution, ...)
@@ -53,6 +54,17 @@ echo "== 2. 3-node cluster (creates through the leader), next to a 3-member etcd
 echo "   a. boltdb, Raft over mutual TLS vs etcd with mutual peer TLS (the headline, like for like)"
 echo "   b. boltdb, Raft without TLS (-insecure-raft) vs etcd with peers without TLS"
 echo "   c. wal log store, Raft over mutual TLS vs etcd with mutual peer TLS"
+# With CONSUL_BIN set, each level is also measured on a 3-server Consul
+# (loadgen starts it on 127.0.0.1 and stops it at the end): its server RPC,
+# Raft included, is without TLS (Consul's default), so it is like for like
+# with b. only; a. and c. are compared with it all the same, labelled.
+consul_args=()
+if [ -n "${CONSUL_BIN:-}" ]; then
+	consul_args=(-consul="$CONSUL_BIN" -consul-servers=3)
+	echo "   Consul reference: 3 servers of $CONSUL_BIN, server RPC without TLS (like for like with b.)"
+else
+	echo "   Consul reference: none (CONSUL_BIN unset)"
+fi
 for run in boltdb:tls boltdb:plain wal:tls; do
 	store=${run%%:*} tls=${run##*:}
 	label=cluster-$store etcd_tls=-etcd-peer-tls
@@ -64,7 +76,7 @@ for run in boltdb:tls boltdb:plain wal:tls; do
 	echo "$label (log store $store, Raft $([ "$tls" = tls ] && echo "over mutual TLS" || echo "without TLS")): leader raft $leader, http 127.0.0.1:850$n"
 	go run ./scripts/loadgen -addr="http://127.0.0.1:850$n" -token="$(cat "$dir/management-token")" -duration="$dur" -rounds="$rounds" \
 		-scenarios=create -templates=distinct -etcd=3 $etcd_tls -name="$label" -server-pid="$(cat "$dir/n$n.pid")" \
-		-summary="$summary" -label="$label"
+		-raft-tls=$([ "$tls" = tls ] && echo true || echo false) ${consul_args[@]+"${consul_args[@]}"} -summary="$summary" -label="$label"
 	scripts/cluster.sh stop "$dir" >/dev/null
 done
 echo "== 3. failover"

@@ -23,6 +23,7 @@ func TestTargets(t *testing.T) {
 		"cluster-boltdb\tetcd\tetcd\t16\t1\t1000\t1\t2\t3\t0",
 		"cluster-boltdb-plain\tcreate\tcluster-boltdb-plain\t16\t1\t700\t1\t2\t3\t0",
 		"cluster-boltdb-plain\tetcd\tetcd\t16\t1\t1000\t1\t2\t3\t0",
+		"cluster-boltdb-plain\tcreate\tconsul\t16\t1\t500\t1\t2\t3\t0",
 		"metric\tvalidate.simple.ns\t1500\tns",
 		"metric\tvalidate.libraries.ns\t120000\tns",
 		"metric\tsnapshot.save.1000\t6\ts",
@@ -54,13 +55,15 @@ func TestTargets(t *testing.T) {
 		got[c.target] = v
 	}
 	want := map[string]string{
-		"1. validate a never-seen BindName, CPU (ref: go-bexpr+HIL)":                                            "met",
-		"1. creates/s, distinct BindName, at 64 clients (ref: etcd 1 member)":                                   "met",    // 2,500 vs 3,000: 0.83
-		"1. create p99, distinct BindName, 64 clients (ref: etcd put p99)":                                      "missed", // worst round 40 ms
-		"1. server CPU per create, 64 clients (ref: etcd CPU per put)":                                          "missed", // 160 vs 120: 1.33 > 1.3
-		"3. 3 servers, boltdb, creates/s at 16 clients, Raft mutual TLS (ref: etcd 3 members, peer mutual TLS)": "met",
-		"3. 3 servers, boltdb, creates/s at 64 clients, Raft mutual TLS (ref: etcd 3 members, peer mutual TLS)": "not measured",
-		"   same at 16 clients, Raft without TLS (ref: etcd 3 members, peers without TLS)":                      "missed", // 700 vs 1,000
+		"1. validate a never-seen BindName, CPU (ref: go-bexpr+HIL)":                                               "met",
+		"1. creates/s, distinct BindName, at 64 clients (ref: etcd 1 member)":                                      "met",    // 2,500 vs 3,000: 0.83
+		"1. create p99, distinct BindName, 64 clients (ref: etcd put p99)":                                         "missed", // worst round 40 ms
+		"1. server CPU per create, 64 clients (ref: etcd CPU per put)":                                             "missed", // 160 vs 120: 1.33 > 1.3
+		"3. 3 servers, boltdb, creates/s at 16 clients, Raft mutual TLS (ref: etcd 3 members, peer mutual TLS)":    "met",
+		"3. 3 servers, boltdb, creates/s at 64 clients, Raft mutual TLS (ref: etcd 3 members, peer mutual TLS)":    "not measured",
+		"   same at 16 clients, Raft without TLS (ref: etcd 3 members, peers without TLS)":                         "missed", // 700 vs 1,000
+		"   same at 16 clients, Raft without TLS (ref: Consul 1.16, 3 servers, RPC without TLS)":                   "info",   // 700 vs 500
+		"   same at 16 clients, Raft mutual TLS (ref: Consul 1.16, 3 servers, RPC without TLS: not like for like)": "no Consul in this run (CONSUL_BIN unset)",
 		"6. snapshot save, 1000 rules": "missed",
 		"2. evaluations/s":             "met",
 		"2. eval latency p99":          "info",
@@ -73,6 +76,17 @@ func TestTargets(t *testing.T) {
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%q: %q, want %q", k, got[k], v)
+		}
+	}
+	for _, c := range s.targets() {
+		if c.target == "   same at 16 clients, Raft without TLS (ref: Consul 1.16, 3 servers, RPC without TLS)" && (c.measured != 700 || c.reference != 500) {
+			t.Errorf("Consul 3-server row: %v vs %v, want 700 vs 500", c.measured, c.reference)
+		}
+	}
+	// No Consul row for a run that was not measured at all.
+	for k := range got {
+		if strings.Contains(k, "64 clients") && strings.Contains(k, "Consul 1.16, 3 servers") {
+			t.Errorf("%q: a Consul row for a level ctlplane was not measured at", k)
 		}
 	}
 	if _, err := read(writeTemp(t, "single\tcreate\tboltdb\n")); err == nil {

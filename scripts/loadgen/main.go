@@ -53,6 +53,8 @@ type config struct {
 	label         string    // -label
 	variants      []variant // -variant
 	consul        string    // -consul: the Consul binary measured beside
+	consulServers int       // -consul-servers
+	raftTLS       bool      // -raft-tls: the -addr cluster's Raft is over TLS
 }
 
 // consulSystem names the -consul reference among the measured systems.
@@ -115,6 +117,8 @@ func run() error {
 	flag.StringVar(&cfg.summary, "summary", "", "append the create, etcd, read and fanout measurements to this file, tab-separated, for scripts/benchsummary")
 	flag.StringVar(&cfg.label, "label", "loadgen", "with -summary: the label of this run's lines")
 	flag.StringVar(&cfg.consul, "consul", "", "create, read: also start this Consul binary (1.16: one persistent server, ACLs on) and measure the same loads on it right after ctlplane's, as the upstream reference (make bench passes $CONSUL_BIN; README says how to build it)")
+	flag.IntVar(&cfg.consulServers, "consul-servers", 1, fmt.Sprintf("with -consul: the Consul datacenter's servers (1 to %d), on 127.0.0.1, persistent, Raft among them without TLS (Consul's default); creates go through the leader", benchutil.MaxConsulServers))
+	flag.BoolVar(&cfg.raftTLS, "raft-tls", false, "the -addr cluster replicates over TLS: with -consul-servers above 1, the Consul reference (RPC without TLS) is labelled not like for like")
 	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file (to see how much of the machine the measuring side takes)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -130,6 +134,12 @@ func run() error {
 	}
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", flag.Args())
+	}
+	if cfg.consulServers < 1 || cfg.consulServers > benchutil.MaxConsulServers {
+		return fmt.Errorf("bad -consul-servers value %d (want 1 to %d)", cfg.consulServers, benchutil.MaxConsulServers)
+	}
+	if cfg.consulServers > 1 && cfg.consul == "" {
+		return fmt.Errorf("-consul-servers=%d needs -consul=BIN", cfg.consulServers)
 	}
 	cfg.agentArgs = strings.Fields(*agentArgs)
 	if *etcdAddrs != "" {
@@ -174,6 +184,7 @@ func run() error {
 	target := cfg.addr
 	var others []system // -variant servers, measured by create only
 	var notes []string
+	consulDesc := ""
 	if cfg.spawn {
 		dir, err := os.MkdirTemp("", "ctlplane-loadgen-bin-")
 		if err != nil {
@@ -217,8 +228,8 @@ func run() error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		fmt.Fprintln(os.Stderr, "loadgen: starting consul")
-		cs, err := benchutil.StartConsul(ctx, cfg.consul, dir)
+		fmt.Fprintf(os.Stderr, "loadgen: starting consul (%d server(s) in %s)\n", cfg.consulServers, dir)
+		cs, err := benchutil.StartConsul(ctx, cfg.consul, dir, cfg.consulServers)
 		if err != nil {
 			return fmt.Errorf("consul: %w", err)
 		}
@@ -226,7 +237,8 @@ func run() error {
 		c := benchutil.NewClient(cs.URL, slices.Max(cfg.clients)+16)
 		c.Token, c.TokenHeader = cs.Token, benchutil.ConsulTokenHeader
 		others = append(others, system{name: consulSystem, c: c, pid: cs.Pid()})
-		notes = append(notes, fmt.Sprintf("# reference:  %s: one persistent server, ACLs on, default deny (%s)", cs.Version, cs.URL))
+		consulDesc = consulLabel(cs.Version, cs.Servers, cfg.raftTLS)
+		notes = append(notes, fmt.Sprintf("# reference:  %s (creates to the leader at %s)", consulDesc, cs.URL))
 	}
 
 	fmt.Printf("# ctlplane loadgen\n")
@@ -239,7 +251,7 @@ func run() error {
 	}
 	fmt.Printf("# started:    %s\n\n", time.Now().Format(time.RFC3339))
 
-	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256), ids: map[string][]string{}}
+	b := &bench{cfg: cfg, c: benchutil.NewClient(target, cfg.watchers+256), ids: map[string][]string{}, consulDesc: consulDesc}
 	b.c.Token = cfg.token
 	b.systems = append([]system{{name: cfg.name, c: b.c, pid: cfg.serverPid}}, others...)
 	if cfg.scenarios["create"] && (cfg.etcd > 0 || len(cfg.etcdAddrs) > 0) {
@@ -273,6 +285,22 @@ func run() error {
 		}
 	}
 	return runErr
+}
+
+// consulLabel says what the Consul reference is, for the tables: its
+// size and, for more than one server, whether its replication compares
+// like for like with the target's (Consul's RPC, Raft included, is without
+// TLS unless configured, and it is not configured here).
+func consulLabel(version string, servers int, targetRaftTLS bool) string {
+	if servers == 1 {
+		return version + ", one persistent server, ACLs on, default deny"
+	}
+	like := "like for like with the target's Raft without TLS"
+	if targetRaftTLS {
+		like = "NOT like for like: the target's Raft is over TLS"
+	}
+	return fmt.Sprintf("%s, %d persistent servers, ACLs on, default deny, server RPC (Raft) without TLS, Consul's default: %s",
+		version, servers, like)
 }
 
 // raiseFDLimit sets the soft RLIMIT_NOFILE to the hard limit. Setting it

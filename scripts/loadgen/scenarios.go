@@ -30,6 +30,9 @@ type bench struct {
 	etcd  *etcdRef            // nil: no etcd comparison
 	// systems are the servers create measures, the target first.
 	systems []system
+	// consulDesc says what the -consul reference is, for the side-by-side
+	// table ("": none).
+	consulDesc string
 }
 
 // system is one server the create scenario measures.

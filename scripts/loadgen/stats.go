@@ -90,14 +90,25 @@ func (b *bench) printSideBySide(w io.Writer) {
 	if b.etcd != nil {
 		fmt.Fprintf(w, "; etcd %s, %d member(s), %s, 256 B puts", b.etcd.version, b.etcd.members, b.etcd.peers())
 	}
+	if b.consulDesc != "" {
+		fmt.Fprintf(w, "; consul: %s", b.consulDesc)
+	}
 	fmt.Fprintln(w, "):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "ROUND\tCLIENTS\t"
 	for _, n := range names {
 		head += strings.ToUpper(n) + " OPS/S\tP50\tP99\tCPU/OP\t"
 	}
+	// The target's headline load over each reference's, level by level.
+	var refs []string
+	if slices.Contains(names, consulSystem) {
+		refs = append(refs, consulSystem)
+	}
 	if b.etcd != nil {
-		head += strings.ToUpper(names[0]) + "/ETCD\t"
+		refs = append(refs, "etcd")
+	}
+	for _, ref := range refs {
+		head += strings.ToUpper(names[0]+"/"+ref) + "\t"
 	}
 	fmt.Fprintln(tw, head)
 	for _, l := range levels {
@@ -110,8 +121,8 @@ func (b *bench) printSideBySide(w io.Writer) {
 			}
 			line += fmt.Sprintf("%.0f\t%s\t%s\t%s\t", r.rate, benchutil.MS(r.lat.P50), benchutil.MS(r.lat.P99), usPerOp(r.cpuPerOp))
 		}
-		if b.etcd != nil {
-			first, e := byKey[key{l.round, l.clients, names[0]}], byKey[key{l.round, l.clients, "etcd"}]
+		for _, ref := range refs {
+			first, e := byKey[key{l.round, l.clients, names[0]}], byKey[key{l.round, l.clients, ref}]
 			if e.rate > 0 {
 				line += fmt.Sprintf("%.2f\t", first.rate/e.rate)
 			} else {
