@@ -94,8 +94,8 @@ func (h *Handler) jobReadNS(w http.ResponseWriter, r *http.Request, query jobQue
 	if err != nil {
 		return err
 	}
-	if !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
-		return jobDenied
+	if err := jobs.ReadJob(id.caller(), ns); err != nil {
+		return err
 	}
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		return query(ws, s, ns)
@@ -161,8 +161,9 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ns != state.AllNamespaces && !mayListJobs(id.authz, ns) {
-		return nil, jobDenied
+	visible, err := jobs.ListJobs(id.caller(), ns)
+	if err != nil {
+		return nil, err
 	}
 	withMeta, err := queryBool(r.URL.Query().Get("meta"), "meta")
 	if err != nil {
@@ -183,7 +184,7 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		out = make([]*jobListStub, 0, len(all))
 		for _, j := range all {
 			// With "*", only the namespaces the token may list.
-			if !mayListJobs(id.authz, j.Namespace) {
+			if !visible(j.Namespace) {
 				continue
 			}
 			stub := &jobListStub{
@@ -205,12 +206,6 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	setMeta(w, r, meta)
 	return out, nil
-}
-
-// mayListJobs says whether authz may list the jobs of ns: Nomad's
-// list-jobs, or read-job (which reads each of them anyway).
-func mayListJobs(authz *acl.Authorizer, ns string) bool {
-	return authz.NamespaceCapability(ns, acl.CapListJobs) || authz.NamespaceCapability(ns, acl.CapReadJob)
 }
 
 // jobRegisterRequest is Nomad's JobRegisterRequest. Job stays raw: the jobs
