@@ -122,3 +122,14 @@ func (c Caller) RequireOperatorWrite() error {
 	}
 	return nil
 }
+
+// ReadIn decides a read over namespace ns, which may be state.AllNamespaces:
+// one namespace where may is false is refused; over every namespace
+// nothing is refused and visible (may) says which objects' namespaces the
+// caller sees, as Nomad filters such lists rather than refusing them.
+func ReadIn(ns string, may func(ns string) bool) (visible func(ns string) bool, err error) {
+	if ns != state.AllNamespaces && !may(ns) {
+		return nil, ErrPermissionDenied
+	}
+	return may, nil
+}

@@ -1,9 +1,6 @@
 package jobs
 
-import (
-	"github.com/ctlplane/ctlplane/server/acl"
-	"github.com/ctlplane/ctlplane/state"
-)
+import "github.com/ctlplane/ctlplane/server/acl"
 
 // The jobs family's reads (jobs, their versions, summaries, scaling, and
 // what belongs to a job: evaluations, allocations) are decided here. They
@@ -20,13 +17,13 @@ func ReadJob(c acl.Caller, ns string) error { return c.RequireNamespace(ns, acl.
 // visible says which objects' namespaces c may see (with "*", only those
 // with read-job; Nomad filters the same way rather than refusing).
 func ReadJobsIn(c acl.Caller, ns string) (visible func(ns string) bool, err error) {
-	return readIn(c, ns, func(n string) bool { return ReadJob(c, n) == nil })
+	return acl.ReadIn(ns, func(n string) bool { return ReadJob(c, n) == nil })
 }
 
 // ListJobs decides GET /v1/jobs over ns ("*" for every namespace): list-jobs
 // or read-job (which reads each of them anyway), filtered as ReadJobsIn.
 func ListJobs(c acl.Caller, ns string) (visible func(ns string) bool, err error) {
-	return readIn(c, ns, func(n string) bool {
+	return acl.ReadIn(ns, func(n string) bool {
 		return c.RequireNamespace(n, acl.CapListJobs) == nil || ReadJob(c, n) == nil
 	})
 }
@@ -38,13 +35,4 @@ func ReadJobScaling(c acl.Caller, ns string) error {
 		return nil
 	}
 	return ReadJob(c, ns)
-}
-
-// readIn is the shape of a read over ns or "*": refused in one namespace
-// where may is false, filtered by may with "*".
-func readIn(c acl.Caller, ns string, may func(ns string) bool) (func(string) bool, error) {
-	if ns != state.AllNamespaces && !may(ns) {
-		return nil, acl.ErrPermissionDenied
-	}
-	return may, nil
 }
