@@ -47,6 +47,15 @@ func (c Caller) RequireNamespace(ns, capability string) error {
 	return nil
 }
 
+// RequireAnyInNamespace refuses unless the caller holds some capability
+// in namespace ns.
+func (c Caller) RequireAnyInNamespace(ns string) error {
+	if !c.authz().AllowsNamespace(ns) {
+		return ErrPermissionDenied
+	}
+	return nil
+}
+
 // RequireNodeRead refuses unless the caller may read client nodes.
 func (c Caller) RequireNodeRead() error {
 	if !c.authz().NodeRead() {
