@@ -80,8 +80,13 @@ func jobNamespace(r *http.Request, body string, id *identity, allowAll bool) (st
 type jobQuery func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error)
 
 // jobReadNS is the shape of every read of one job's objects: query options,
-// identity, namespace, read-job there, a blocking query and its headers.
+// identity, namespace, jobs.ReadJob there, a blocking query and its headers.
 func (h *Handler) jobReadNS(w http.ResponseWriter, r *http.Request, query jobQuery) error {
+	return h.readNS(w, r, jobs.ReadJob, query)
+}
+
+// readNS is jobReadNS with the family's read rule.
+func (h *Handler) readNS(w http.ResponseWriter, r *http.Request, rule func(acl.Caller, string) error, query jobQuery) error {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
@@ -94,7 +99,7 @@ func (h *Handler) jobReadNS(w http.ResponseWriter, r *http.Request, query jobQue
 	if err != nil {
 		return err
 	}
-	if err := jobs.ReadJob(id.caller(), ns); err != nil {
+	if err := rule(id.caller(), ns); err != nil {
 		return err
 	}
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
