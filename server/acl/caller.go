@@ -93,6 +93,10 @@ const (
 	PermACLWrite = "acl:write"
 	// PermManagement is a management token's: snapshot, forced GC.
 	PermManagement = "management"
+	// PermOperatorRead and PermOperatorWrite are the operator endpoints'
+	// (Raft configuration and peers, metrics, the agent's description).
+	PermOperatorRead  = "operator:read"
+	PermOperatorWrite = "operator:write"
 )
 
 func (c Caller) denied(perm string) error { return &DeniedError{Perm: perm, AccessorID: c.AccessorID} }
@@ -118,6 +122,25 @@ func (c Caller) RequireACLWrite() error {
 func (c Caller) RequireManagement() error {
 	if !c.authz().IsManagement() {
 		return c.denied(PermManagement)
+	}
+	return nil
+}
+
+// RequireOperatorRead refuses unless the caller holds operator:read (a
+// DeniedError naming it, as Consul's operator endpoints word it).
+func (c Caller) RequireOperatorRead() error {
+	if !c.authz().OperatorRead() {
+		return c.denied(PermOperatorRead)
+	}
+	return nil
+}
+
+// RequireRaftWrite refuses unless the caller holds operator:write (a
+// DeniedError naming it): changing Raft's peers, Consul's operator write.
+// RequireOperatorWrite is the same permission with Nomad's bare refusal.
+func (c Caller) RequireRaftWrite() error {
+	if !c.authz().OperatorWrite() {
+		return c.denied(PermOperatorWrite)
 	}
 	return nil
 }
