@@ -1,7 +1,12 @@
 // Package http serves ctlplane's HTTP API. A handler decodes a request,
 // resolves its token, calls a domain service (Services), which decides
 // whether the caller may act and writes through Raft, and encodes the
-// answer; reads block when asked to.
+// answer; reads block when asked to. http asks no permission itself: a
+// write is decided by its service, a read by its family's read rule
+// (jobs.ReadJob, deployments.ReadDeployment, nodes.ReadNodes, ...), a
+// function of the acl.Caller in the service's package, since every server
+// answers reads from its own store whether or not the family's service is
+// wired in. The refusal is the service's error, worded in serve().
 package http
 
 import (
