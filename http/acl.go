@@ -73,66 +73,10 @@ func (h *Handler) identify(r *http.Request) (*identity, error) {
 	return &identity{token: tok, authz: authz, secret: secret}, nil
 }
 
-// Permissions, named as in the deny texts.
-const (
-	permACLRead       = "acl:read"
-	permACLWrite      = "acl:write"
-	permOperatorRead  = "operator:read"
-	permOperatorWrite = "operator:write"
-)
-
-// allowed says whether the identity holds a permission.
-func (id *identity) allowed(perm string) bool {
-	switch perm {
-	case permACLRead:
-		return id.authz.ACLRead()
-	case permACLWrite:
-		return id.authz.ACLWrite()
-	case permOperatorRead:
-		return id.authz.OperatorRead()
-	case permOperatorWrite:
-		return id.authz.OperatorWrite()
-	}
-	return false
-}
-
-// require resolves the request's identity and checks one permission.
-func (h *Handler) require(r *http.Request, perm string) (*identity, error) {
-	id, err := h.identify(r)
-	if err != nil {
-		return nil, err
-	}
-	if !id.allowed(perm) {
-		return nil, h.permissionDenied(id, perm)
-	}
-	return id, nil
-}
-
-// requireManagement checks for a management token.
-func (h *Handler) requireManagement(r *http.Request) (*identity, error) {
-	id, err := h.identify(r)
-	if err != nil {
-		return nil, err
-	}
-	if !id.authz.IsManagement() {
-		return nil, h.permissionDenied(id, "management")
-	}
-	return id, nil
-}
-
-// permissionDenied is the 403 in the upstream wording. The anonymous token
-// is told that it is the anonymous token, and, on a persistent agent whose
-// ACL system has no management token yet, how to get one.
-func (h *Handler) permissionDenied(id *identity, perm string) error {
-	accessor := ""
-	if id.token != nil {
-		accessor = id.token.AccessorID
-	}
-	return h.deniedError(accessor, perm)
-}
-
-// deniedError words the refusal of the token accessor (a service's
-// acl.DeniedError, or the handler's own check).
+// deniedError words a service's refusal (acl.DeniedError) of the token
+// accessor in the upstream wording. The anonymous token is told that it is
+// the anonymous token, and, on a persistent agent whose ACL system has no
+// management token yet, how to get one.
 func (h *Handler) deniedError(accessor, perm string) error {
 	if accessor != state.AnonymousTokenID {
 		return &apiError{code: http.StatusForbidden, msg: fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission '%s'", accessor, perm)}

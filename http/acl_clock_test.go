@@ -10,6 +10,7 @@ import (
 	ctlhttp "github.com/ctlplane/ctlplane/http"
 	"github.com/ctlplane/ctlplane/server"
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/operator"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/hashicorp/go-hclog"
@@ -67,6 +68,9 @@ func serveOwn(t testing.TB, ts *servertest.TestServer, services ctlhttp.Services
 	t.Helper()
 	if services.ACL == nil {
 		services.ACL = aclOf(ts.Server)
+	}
+	if services.Operator == nil {
+		services.Operator = operator.New(ts.Server)
 	}
 	h := ctlhttp.New(ts.Server, hclog.NewNullLogger(), services)
 	srv := httptest.NewServer(h)

@@ -34,7 +34,7 @@ const (
 )
 
 func (h *Handler) registerAgent() {
-	h.handleLocal("/v1/agent/self", methods{{http.MethodGet, h.agentSelf}})
+	h.handleLocal("/v1/agent/self", methods{{http.MethodGet, h.operatorService(h.agentSelf)}})
 	h.handleLocal("/v1/agent/members", methods{{http.MethodGet, h.agentMembers}})
 	h.handleLocal("/v1/agent/health", methods{{http.MethodGet, h.agentHealth}})
 	h.handleLocal("/v1/regions", methods{{http.MethodGet, h.regions}})
@@ -85,7 +85,7 @@ func (h *Handler) member(name, id, raftAddr string) *agentMember {
 // (client.node_id). Needs operator:read (ctlplane's policy language has no
 // agent rule; Nomad asks agent:read).
 func (h *Handler) agentSelf(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.require(r, permOperatorRead); err != nil {
+	if err := h.readAgent(r); err != nil {
 		return nil, err
 	}
 	a, err := h.selfInfo()

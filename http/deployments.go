@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -160,7 +161,7 @@ func (h *Handler) deploymentQuery(w http.ResponseWriter, r *http.Request, query 
 			// Authorized on every read, before any wait: a caller who may
 			// not read the deployment neither waits on it nor learns its
 			// index.
-			err = caller.RequireNamespace(got.Namespace, acl.CapReadJob)
+			err = deployments.ReadDeployment(caller, got.Namespace)
 		}
 		d = got
 		return idx, err

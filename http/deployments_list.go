@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/acl/bindrule"
+	"github.com/ctlplane/ctlplane/server/deployments"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-memdb"
@@ -86,13 +86,14 @@ func (h *Handler) deploymentList(w http.ResponseWriter, r *http.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	if o.namespace != state.AllNamespaces && !ident.authz.NamespaceCapability(o.namespace, acl.CapReadJob) {
-		return nil, errDeploymentDenied
+	visible, err := deployments.ReadDeploymentsIn(ident.caller(), o.namespace)
+	if err != nil {
+		return nil, err
 	}
 	var page []*state.Deployment
 	var next string
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		idx, p, n, err := o.paginate(ws, s, ident.authz)
+		idx, p, n, err := o.paginate(ws, s, visible)
 		page, next = p, n
 		return idx, err
 	})
@@ -113,7 +114,7 @@ func (h *Handler) deploymentList(w http.ResponseWriter, r *http.Request) (any, e
 // what passes the namespace permission, then the filter, until the page is
 // full. next is the ID of the first deployment of the next page ("" on the
 // last page).
-func (o *deploymentListOptions) paginate(ws memdb.WatchSet, s *state.Store, authz *acl.Authorizer) (uint64, []*state.Deployment, string, error) {
+func (o *deploymentListOptions) paginate(ws memdb.WatchSet, s *state.Store, visible func(ns string) bool) (uint64, []*state.Deployment, string, error) {
 	q := state.DeploymentListQuery{Namespace: o.namespace, Prefix: o.prefix, Reverse: o.reverse,
 		TokenID: o.tokenID, TokenIndex: o.tokenIndex, TokenHasIndex: o.tokenHasIx}
 	out := []*state.Deployment{}
@@ -122,7 +123,7 @@ func (o *deploymentListOptions) paginate(ws memdb.WatchSet, s *state.Store, auth
 		// The namespace permission first: the filter must see only what
 		// the caller may read, or its answer (a match, or a 400 from an
 		// evaluation error) would tell of deployments the caller cannot see.
-		if o.namespace == state.AllNamespaces && !authz.NamespaceCapability(d.Namespace, acl.CapReadJob) {
+		if !visible(d.Namespace) {
 			return true, nil
 		}
 		if o.filter != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -48,15 +48,16 @@ func (h *Handler) evalList(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if ns != state.AllNamespaces && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
-		return nil, jobDenied
+	visible, err := jobs.ReadJobsIn(id.caller(), ns)
+	if err != nil {
+		return nil, err
 	}
 	var out []*evalView
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, all, err := s.Evals(ws, ns)
 		out = make([]*evalView, 0, len(all))
 		for _, e := range all {
-			if id.authz.NamespaceCapability(e.Namespace, acl.CapReadJob) && hasIDPrefix(e.ID, prefix) {
+			if visible(e.Namespace) && hasIDPrefix(e.ID, prefix) {
 				out = append(out, viewEval(e))
 			}
 		}
@@ -97,7 +98,7 @@ func (h *Handler) evalReadNS(w http.ResponseWriter, r *http.Request, more func(w
 		eval = e
 		if err == nil && e != nil {
 			// Before any wait, and without index headers on a refusal.
-			err = caller.RequireNamespace(e.Namespace, acl.CapReadJob)
+			err = jobs.ReadJob(caller, e.Namespace)
 		}
 		if err != nil || e == nil || more == nil {
 			return idx, err

@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/deployments"
+	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/nodes"
+	"github.com/ctlplane/ctlplane/server/servicereg"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/ctlplane/ctlplane/state/stream"
 )
@@ -207,10 +211,11 @@ func (s *subscriber) add(b *stream.Batch) bool {
 		s.end(fmt.Sprintf("failed to encode the events of index %d: %v", b.Index, err))
 		return false
 	}
+	caller := s.id.caller()
 	n := 0
 	for i := range b.Events {
 		e := &b.Events[i]
-		if !s.filter.Match(e) || !mayRead(s.id.authz, e) {
+		if !s.filter.Match(e) || mayRead(caller, e) != nil {
 			continue
 		}
 		if n == 0 {
@@ -246,17 +251,22 @@ func (s *subscriber) end(msg string) {
 	s.write(append(line, '\n'))
 }
 
-// mayRead says whether authz may read the object of e, as a read of it would.
-func mayRead(authz *acl.Authorizer, e *stream.Event) bool {
+// mayRead refuses unless the caller may read the object of e: the read
+// rule of the object's family, as a read of it would ask.
+func mayRead(caller acl.Caller, e *stream.Event) error {
 	switch e.Topic {
-	case stream.TopicJob, stream.TopicDeployment, stream.TopicAllocation, stream.TopicEvaluation, stream.TopicService:
-		return authz.NamespaceCapability(e.Namespace, acl.CapReadJob)
+	case stream.TopicJob, stream.TopicAllocation, stream.TopicEvaluation:
+		return jobs.ReadJob(caller, e.Namespace)
+	case stream.TopicDeployment:
+		return deployments.ReadDeployment(caller, e.Namespace)
+	case stream.TopicService:
+		return servicereg.ReadServices(caller, e.Namespace)
 	case stream.TopicNode:
-		return authz.NodeRead()
+		return nodes.ReadNodes(caller)
 	case stream.TopicACLToken, stream.TopicACLPolicy, stream.TopicACLRole, stream.TopicACLAuthMethod, stream.TopicACLBindingRule:
-		return authz.ACLRead()
+		return caller.RequireACLRead()
 	}
-	return false
+	return acl.ErrPermissionDenied // a topic without a rule is read by no one
 }
 
 // eventView is an event as the stream sends it: its object as a read of it

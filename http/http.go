@@ -1,7 +1,12 @@
 // Package http serves ctlplane's HTTP API. A handler decodes a request,
 // resolves its token, calls a domain service (Services), which decides
 // whether the caller may act and writes through Raft, and encodes the
-// answer; reads block when asked to.
+// answer; reads block when asked to. http asks no permission itself: a
+// write is decided by its service, a read by its family's read rule
+// (jobs.ReadJob, deployments.ReadDeployment, nodes.ReadNodes, ...), a
+// function of the acl.Caller in the service's package, since every server
+// answers reads from its own store whether or not the family's service is
+// wired in. The refusal is the service's error, worded in serve().
 package http
 
 import (
@@ -20,7 +25,6 @@ import (
 
 	"github.com/ctlplane/ctlplane/limits"
 	"github.com/ctlplane/ctlplane/server/acl"
-	"github.com/ctlplane/ctlplane/server/svc"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
@@ -49,19 +53,13 @@ type ReadChecker interface {
 	LastContact() time.Duration
 }
 
-// Operator is what the status, operator and snapshot endpoints use.
+// Operator is what the status and operator endpoints report about the
+// cluster (the operations themselves are the operator service's).
 type Operator interface {
 	Leader() string
 	Peers() ([]string, error)
-	// RaftConfiguration is the Raft configuration and the log index it is from.
-	RaftConfiguration() ([]svc.RaftPeer, uint64, error)
 	// ServerNames maps server IDs to node names.
 	ServerNames() map[string]string
-	RemoveServer(id string) error
-	// SnapshotSave writes a snapshot archive; SnapshotRestore restores one
-	// onto the whole cluster.
-	SnapshotSave(w io.Writer) error
-	SnapshotRestore(r io.Reader) error
 }
 
 // AgentInfo is the agent's configuration the handlers depend on.

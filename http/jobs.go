@@ -80,8 +80,13 @@ func jobNamespace(r *http.Request, body string, id *identity, allowAll bool) (st
 type jobQuery func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error)
 
 // jobReadNS is the shape of every read of one job's objects: query options,
-// identity, namespace, read-job there, a blocking query and its headers.
+// identity, namespace, jobs.ReadJob there, a blocking query and its headers.
 func (h *Handler) jobReadNS(w http.ResponseWriter, r *http.Request, query jobQuery) error {
+	return h.readNS(w, r, jobs.ReadJob, query)
+}
+
+// readNS is jobReadNS with the family's read rule.
+func (h *Handler) readNS(w http.ResponseWriter, r *http.Request, rule func(acl.Caller, string) error, query jobQuery) error {
 	opts, err := parseQueryOptions(r)
 	if err != nil {
 		return err
@@ -94,8 +99,8 @@ func (h *Handler) jobReadNS(w http.ResponseWriter, r *http.Request, query jobQue
 	if err != nil {
 		return err
 	}
-	if !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
-		return jobDenied
+	if err := rule(id.caller(), ns); err != nil {
+		return err
 	}
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		return query(ws, s, ns)
@@ -161,8 +166,9 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ns != state.AllNamespaces && !mayListJobs(id.authz, ns) {
-		return nil, jobDenied
+	visible, err := jobs.ListJobs(id.caller(), ns)
+	if err != nil {
+		return nil, err
 	}
 	withMeta, err := queryBool(r.URL.Query().Get("meta"), "meta")
 	if err != nil {
@@ -183,7 +189,7 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		out = make([]*jobListStub, 0, len(all))
 		for _, j := range all {
 			// With "*", only the namespaces the token may list.
-			if !mayListJobs(id.authz, j.Namespace) {
+			if !visible(j.Namespace) {
 				continue
 			}
 			stub := &jobListStub{
@@ -205,12 +211,6 @@ func (h *Handler) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	setMeta(w, r, meta)
 	return out, nil
-}
-
-// mayListJobs says whether authz may list the jobs of ns: Nomad's
-// list-jobs, or read-job (which reads each of them anyway).
-func mayListJobs(authz *acl.Authorizer, ns string) bool {
-	return authz.NamespaceCapability(ns, acl.CapListJobs) || authz.NamespaceCapability(ns, acl.CapReadJob)
 }
 
 // jobRegisterRequest is Nomad's JobRegisterRequest. Job stays raw: the jobs

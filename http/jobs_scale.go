@@ -104,8 +104,8 @@ func (h *Handler) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	if !id.authz.NamespaceCapability(ns, acl.CapReadJobScaling) && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
-		return nil, jobDenied
+	if err := jobs.ReadJobScaling(id.caller(), ns); err != nil {
+		return nil, err
 	}
 	jobID := mux.Vars(r)["job"]
 	var out *jobScaleStatus

@@ -9,13 +9,13 @@ import (
 )
 
 func (h *Handler) registerMetrics() {
-	h.handleLocal("/v1/agent/metrics", methods{{http.MethodGet, h.agentMetrics}})
+	h.handleLocal("/v1/agent/metrics", methods{{http.MethodGet, h.operatorService(h.agentMetrics)}})
 }
 
 // agentMetrics serves the process's metrics: JSON by default (Consul's
 // shape), Prometheus text with ?format=prometheus. Needs operator:read.
 func (h *Handler) agentMetrics(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.require(r, permOperatorRead); err != nil {
+	if err := h.readAgent(r); err != nil {
 		return nil, err
 	}
 	switch format := r.URL.Query().Get("format"); format {
@@ -76,3 +76,13 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection (flush, deadlines).
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// readAgent resolves the caller of a read of the agent itself (metrics,
+// its description), which the operator service decides.
+func (h *Handler) readAgent(r *http.Request) error {
+	id, err := h.identify(r)
+	if err != nil {
+		return err
+	}
+	return h.services.Operator.ReadAgent(id.caller())
+}

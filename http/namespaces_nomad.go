@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/namespaces"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
@@ -51,13 +52,14 @@ func (h *Handler) namespaceList(w http.ResponseWriter, r *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
+	caller := id.caller()
 	prefix := r.URL.Query().Get("prefix")
 	var out []*state.Namespace
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, all, err := s.Namespaces(ws, prefix)
 		out = make([]*state.Namespace, 0, len(all))
 		for _, ns := range all {
-			if id.authz.AllowsNamespace(ns.Name) {
+			if namespaces.ReadNamespace(caller, ns.Name) == nil {
 				out = append(out, ns)
 			}
 		}
@@ -82,8 +84,8 @@ func (h *Handler) namespaceRead(w http.ResponseWriter, r *http.Request) (any, er
 		return nil, err
 	}
 	name := mux.Vars(r)["name"]
-	if !id.authz.AllowsNamespace(name) {
-		return nil, jobDenied
+	if err := namespaces.ReadNamespace(id.caller(), name); err != nil {
+		return nil, err
 	}
 	var out *state.Namespace
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {

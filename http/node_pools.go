@@ -6,6 +6,8 @@ import (
 
 	"github.com/ctlplane/ctlplane/server/acl"
 	"github.com/ctlplane/ctlplane/server/acl/bindrule"
+	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/nodepools"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-bexpr"
@@ -62,7 +64,7 @@ func parseFilter(r *http.Request) (*bexpr.Evaluator, error) {
 // nodePoolList is GET /v1/node/pools: every pool (built-ins included), by
 // name; `prefix` and `filter` narrow it. Reads need node:read.
 func (h *Handler) nodePoolList(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.nodeReader(r); err != nil {
+	if _, err := h.readerFor(r, nodepools.ReadPools); err != nil {
 		return nil, err
 	}
 	filter, err := parseFilter(r)
@@ -91,7 +93,7 @@ func (h *Handler) nodePoolList(w http.ResponseWriter, r *http.Request) (any, err
 
 // nodePoolRead is GET /v1/node/pool/:name.
 func (h *Handler) nodePoolRead(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.nodeReader(r); err != nil {
+	if _, err := h.readerFor(r, nodepools.ReadPools); err != nil {
 		return nil, err
 	}
 	name := mux.Vars(r)["name"]
@@ -160,7 +162,7 @@ func (h *Handler) nodePoolDelete(w http.ResponseWriter, r *http.Request) (any, e
 // nodePoolNodes is GET /v1/node/pool/:name/nodes: the pool's nodes ("all":
 // every node); [] for a pool that does not exist, as Nomad answers.
 func (h *Handler) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.nodeReader(r); err != nil {
+	if _, err := h.readerFor(r, nodepools.ReadPools); err != nil {
 		return nil, err
 	}
 	if r.URL.Query().Get("prefix") != "" {
@@ -203,7 +205,7 @@ func (h *Handler) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, er
 // nodePoolJobs is GET /v1/node/pool/:name/jobs: the jobs of the pool in
 // the request's namespace (`*`: every namespace the token may read jobs in).
 func (h *Handler) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.nodeReader(r); err != nil {
+	if _, err := h.readerFor(r, nodepools.ReadPools); err != nil {
 		return nil, err
 	}
 	id, err := h.jobIdentity(r)
@@ -214,8 +216,9 @@ func (h *Handler) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	if ns != state.AllNamespaces && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
-		return nil, jobDenied
+	visible, err := jobs.ReadJobsIn(id.caller(), ns)
+	if err != nil {
+		return nil, err
 	}
 	name := mux.Vars(r)["name"]
 	return blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, []*jobListStub, error) {
@@ -230,7 +233,7 @@ func (h *Handler) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, err
 		}
 		var mine []*state.Job
 		for _, j := range all {
-			if jobPool(j) == name && id.authz.NamespaceCapability(j.Namespace, acl.CapReadJob) {
+			if jobPool(j) == name && visible(j.Namespace) {
 				mine = append(mine, j)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
@@ -25,14 +27,20 @@ func (h *Handler) registerNodes() {
 	h.registerClientProtocol()
 }
 
-// nodeReader checks node:read.
+// nodeReader resolves the caller of a node read, which nodes.ReadNodes decides.
 func (h *Handler) nodeReader(r *http.Request) (*identity, error) {
+	return h.readerFor(r, nodes.ReadNodes)
+}
+
+// readerFor resolves the caller of a Nomad-side read (an unknown token is
+// refused) and asks the family's rule whether it may read.
+func (h *Handler) readerFor(r *http.Request, rule func(acl.Caller) error) (*identity, error) {
 	id, err := h.nodeIdentify(r)
 	if err != nil {
 		return nil, err
 	}
-	if !id.authz.NodeRead() {
-		return nil, errNodeDenied
+	if err := rule(id.caller()); err != nil {
+		return nil, err
 	}
 	return id, nil
 }
@@ -110,6 +118,11 @@ func (h *Handler) nodeAllocs(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
+	// A node runs allocations of every namespace: only the readable ones.
+	visible, err := jobs.ReadJobsIn(id.caller(), state.AllNamespaces)
+	if err != nil {
+		return nil, err
+	}
 	found := false
 	out, err := blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, []*allocDetail, error) {
 		_, n, err := s.Node(ws, nodeID)
@@ -121,7 +134,7 @@ func (h *Handler) nodeAllocs(w http.ResponseWriter, r *http.Request) (any, error
 		if err != nil {
 			return 0, nil, err
 		}
-		details, err := nodeAllocDetails(ws, s, nodeReadableAllocs(id.authz, allocs))
+		details, err := nodeAllocDetails(ws, s, nodeReadableAllocs(visible, allocs))
 		return idx, details, err
 	})
 	if err != nil {
@@ -133,11 +146,11 @@ func (h *Handler) nodeAllocs(w http.ResponseWriter, r *http.Request) (any, error
 	return out, nil
 }
 
-// nodeReadableAllocs keeps the allocations whose namespace authz may read-job.
-func nodeReadableAllocs(authz *acl.Authorizer, allocs []*state.Allocation) []*state.Allocation {
+// nodeReadableAllocs keeps the allocations whose namespace is visible.
+func nodeReadableAllocs(visible func(ns string) bool, allocs []*state.Allocation) []*state.Allocation {
 	out := make([]*state.Allocation, 0, len(allocs))
 	for _, a := range allocs {
-		if authz.NamespaceCapability(a.Namespace, acl.CapReadJob) {
+		if visible(a.Namespace) {
 			out = append(out, a)
 		}
 	}
@@ -153,8 +166,9 @@ func (h *Handler) allocList(w http.ResponseWriter, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	if ns != state.AllNamespaces && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
-		return nil, errNodeDenied
+	visible, err := jobs.ReadJobsIn(id.caller(), ns)
+	if err != nil {
+		return nil, err
 	}
 	prefix, err := nodeIDPrefix(r)
 	if err != nil {
@@ -162,7 +176,7 @@ func (h *Handler) allocList(w http.ResponseWriter, r *http.Request) (any, error)
 	}
 	return blockingRead(h, w, r, func(ws memdb.WatchSet, s *state.Store) (uint64, []*state.Allocation, error) {
 		idx, allocs, err := s.Allocs(ws, ns)
-		out := nodeReadableAllocs(id.authz, allocs)
+		out := nodeReadableAllocs(visible, allocs)
 		if prefix != "" {
 			kept := out[:0]
 			for _, a := range out {
@@ -195,7 +209,7 @@ func (h *Handler) allocRead(w http.ResponseWriter, r *http.Request) (any, error)
 		idx, a, err := readAllocDetail(ws, s, allocID)
 		if err == nil && a != nil {
 			// Before any wait, and without index headers on a refusal.
-			err = caller.RequireNamespace(a.Namespace, acl.CapReadJob)
+			err = jobs.ReadJob(caller, a.Namespace)
 		}
 		alloc = a
 		return idx, err

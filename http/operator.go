@@ -5,8 +5,8 @@ import (
 )
 
 func (h *Handler) registerOperator() {
-	h.handle("/v1/operator/raft/configuration", methods{{http.MethodGet, h.raftConfiguration}})
-	h.handle("/v1/operator/raft/peer", methods{{http.MethodDelete, h.raftRemovePeer}})
+	h.handle("/v1/operator/raft/configuration", methods{{http.MethodGet, h.operatorService(h.raftConfiguration)}})
+	h.handle("/v1/operator/raft/peer", methods{{http.MethodDelete, h.operatorService(h.raftRemovePeer)}})
 }
 
 // RaftServer is one server of the Raft configuration, as Consul shows it.
@@ -30,7 +30,12 @@ func (h *Handler) raftConfiguration(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.require(r, permOperatorRead); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
+		return nil, err
+	}
+	raft, err := h.services.Operator.Raft(id.caller())
+	if err != nil {
 		return nil, err
 	}
 	if !opts.stale {
@@ -38,7 +43,7 @@ func (h *Handler) raftConfiguration(w http.ResponseWriter, r *http.Request) (any
 			return nil, err
 		}
 	}
-	conf, index, err := h.backend.RaftConfiguration()
+	conf, index, err := raft.Configuration()
 	if err != nil {
 		return nil, err
 	}
@@ -59,15 +64,22 @@ func (h *Handler) raftConfiguration(w http.ResponseWriter, r *http.Request) (any
 }
 
 func (h *Handler) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.require(r, permOperatorWrite); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
-	id := r.URL.Query().Get("id")
-	if id == "" {
-		return nil, badRequest("Must specify ?id with the ID of the server to remove")
-	}
-	if err := h.backend.RemoveServer(id); err != nil {
+	if err := h.services.Operator.RemoveServer(id.caller(), r.URL.Query().Get("id")); err != nil {
 		return nil, err
 	}
 	return true, nil
+}
+
+// operatorService answers 501 while no operator service is wired in.
+func (h *Handler) operatorService(fn apiFunc) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request) (any, error) {
+		if h.services.Operator == nil {
+			return nil, &apiError{code: http.StatusNotImplemented, msg: "The operator API is not served by this agent"}
+		}
+		return fn(w, r)
+	}
 }

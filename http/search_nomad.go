@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/namespaces"
+	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/hashicorp/go-memdb"
 )
@@ -88,18 +90,25 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) (any, error) {
 	default:
 		return nil, badRequest("Invalid context %q: one of %s or all", req.Context, strings.Join(searchContexts, ", "))
 	}
-	readJobs := func(n string) bool { return id.authz.NamespaceCapability(n, acl.CapReadJob) }
+	// Each context is decided by its family's read rule: the jobs family's
+	// (read-job) for jobs, evaluations, allocations and deployments.
+	caller := id.caller()
+	readJobs, jobsErr := jobs.ReadJobsIn(caller, ns)
+	if jobsErr != nil {
+		// Refused in ns: those contexts are left out, and nothing of theirs is visible.
+		readJobs = func(string) bool { return false }
+	}
 	allowed := contexts[:0:0]
 	for _, c := range contexts {
 		switch c {
 		case ctxNodes:
-			if id.authz.NodeRead() {
+			if nodes.ReadNodes(caller) == nil {
 				allowed = append(allowed, c)
 			}
 		case ctxNamespaces:
 			allowed = append(allowed, c) // filtered per namespace
 		default:
-			if ns == state.AllNamespaces || readJobs(ns) {
+			if jobsErr == nil {
 				allowed = append(allowed, c)
 			}
 		}
@@ -108,12 +117,13 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, jobDenied
 	}
 	inNS := func(n string) bool { return (ns == state.AllNamespaces || n == ns) && readJobs(n) }
+	readNamespace := func(n string) bool { return namespaces.ReadNamespace(caller, n) == nil }
 	var out *searchResponse
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		out = &searchResponse{Matches: map[string][]string{}, Truncations: map[string]bool{}}
 		var index uint64
 		for _, c := range allowed {
-			idx, ids, err := searchContext(ws, s, c, req.Prefix, inNS, id.authz.AllowsNamespace)
+			idx, ids, err := searchContext(ws, s, c, req.Prefix, inNS, readNamespace)
 			if err != nil {
 				return 0, err
 			}

@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"github.com/ctlplane/ctlplane/server/acl"
+	"github.com/ctlplane/ctlplane/server/jobs"
+	"github.com/ctlplane/ctlplane/server/servicereg"
 	"github.com/ctlplane/ctlplane/state"
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-memdb"
@@ -51,8 +53,9 @@ func (h *Handler) serviceList(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	if ns != state.AllNamespaces && !id.authz.NamespaceCapability(ns, acl.CapReadJob) {
-		return nil, jobDenied
+	visible, err := servicereg.ReadServicesIn(id.caller(), ns)
+	if err != nil {
+		return nil, err
 	}
 	var regs []*state.ServiceRegistration
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
@@ -66,7 +69,7 @@ func (h *Handler) serviceList(w http.ResponseWriter, r *http.Request) (any, erro
 	setMeta(w, r, meta)
 	tags := map[string]map[string]map[string]bool{} // namespace → service → tags
 	for _, reg := range regs {
-		if !id.authz.NamespaceCapability(reg.Namespace, acl.CapReadJob) {
+		if !visible(reg.Namespace) {
 			continue
 		}
 		if tags[reg.Namespace] == nil {
@@ -104,7 +107,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func (h *Handler) serviceRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := mux.Vars(r)["name"]
 	var regs []*state.ServiceRegistration
-	err := h.jobReadNS(w, r, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
+	err := h.readNS(w, r, servicereg.ReadServices, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
 		idx, all, err := s.ServicesByName(ws, ns, name)
 		regs = all
 		return idx, err
@@ -153,11 +156,12 @@ func (h *Handler) allocChecks(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	caller := id.caller()
 	var alloc *state.Allocation
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		idx, a, err := s.Alloc(ws, allocID)
-		if err == nil && a != nil && !id.authz.NamespaceCapability(a.Namespace, acl.CapReadJob) {
-			err = jobDenied
+		if err == nil && a != nil {
+			err = jobs.ReadJob(caller, a.Namespace)
 		}
 		alloc = a
 		return idx, err

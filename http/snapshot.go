@@ -9,8 +9,8 @@ const maxSnapshotSize = 8 << 30
 
 func (h *Handler) registerSnapshot() {
 	h.handleWithLimit("/v1/snapshot", maxSnapshotSize, methods{
-		{http.MethodGet, h.snapshotSave},
-		{http.MethodPut, h.snapshotRestore},
+		{http.MethodGet, h.operatorService(h.snapshotSave)},
+		{http.MethodPut, h.operatorService(h.snapshotRestore)},
 	})
 }
 
@@ -35,7 +35,12 @@ func (h *Handler) snapshotSave(w http.ResponseWriter, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.requireManagement(r); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := h.services.Operator.Snapshots(id.caller())
+	if err != nil {
 		return nil, err
 	}
 	if !opts.stale {
@@ -44,7 +49,7 @@ func (h *Handler) snapshotSave(w http.ResponseWriter, r *http.Request) (any, err
 		}
 	}
 	hw := &headerWriter{w: w}
-	if err := h.backend.SnapshotSave(hw); err != nil {
+	if err := snaps.Save(hw); err != nil {
 		if hw.started {
 			// Part of an archive is out: cut the connection so that the
 			// client sees a failed transfer, never a short archive.
@@ -57,10 +62,15 @@ func (h *Handler) snapshotSave(w http.ResponseWriter, r *http.Request) (any, err
 }
 
 func (h *Handler) snapshotRestore(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := h.requireManagement(r); err != nil {
+	id, err := h.identify(r)
+	if err != nil {
 		return nil, err
 	}
-	if err := h.backend.SnapshotRestore(r.Body); err != nil {
+	snaps, err := h.services.Operator.Snapshots(id.caller())
+	if err != nil {
+		return nil, err
+	}
+	if err := snaps.Restore(r.Body); err != nil {
 		return nil, err
 	}
 	return true, nil

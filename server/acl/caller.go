@@ -47,6 +47,15 @@ func (c Caller) RequireNamespace(ns, capability string) error {
 	return nil
 }
 
+// RequireAnyInNamespace refuses unless the caller holds some capability
+// in namespace ns.
+func (c Caller) RequireAnyInNamespace(ns string) error {
+	if !c.authz().AllowsNamespace(ns) {
+		return ErrPermissionDenied
+	}
+	return nil
+}
+
 // RequireNodeRead refuses unless the caller may read client nodes.
 func (c Caller) RequireNodeRead() error {
 	if !c.authz().NodeRead() {
@@ -84,6 +93,10 @@ const (
 	PermACLWrite = "acl:write"
 	// PermManagement is a management token's: snapshot, forced GC.
 	PermManagement = "management"
+	// PermOperatorRead and PermOperatorWrite are the operator endpoints'
+	// (Raft configuration and peers, metrics, the agent's description).
+	PermOperatorRead  = "operator:read"
+	PermOperatorWrite = "operator:write"
 )
 
 func (c Caller) denied(perm string) error { return &DeniedError{Perm: perm, AccessorID: c.AccessorID} }
@@ -113,6 +126,25 @@ func (c Caller) RequireManagement() error {
 	return nil
 }
 
+// RequireOperatorRead refuses unless the caller holds operator:read (a
+// DeniedError naming it, as Consul's operator endpoints word it).
+func (c Caller) RequireOperatorRead() error {
+	if !c.authz().OperatorRead() {
+		return c.denied(PermOperatorRead)
+	}
+	return nil
+}
+
+// RequireRaftWrite refuses unless the caller holds operator:write (a
+// DeniedError naming it): changing Raft's peers, Consul's operator write.
+// RequireOperatorWrite is the same permission with Nomad's bare refusal.
+func (c Caller) RequireRaftWrite() error {
+	if !c.authz().OperatorWrite() {
+		return c.denied(PermOperatorWrite)
+	}
+	return nil
+}
+
 // RequireOperatorWrite refuses unless the caller holds operator:write or
 // is management: the cluster-wide writes of namespaces and node pools
 // (Nomad asks management; ctlplane's ACL model has no node_pool rules).
@@ -121,4 +153,15 @@ func (c Caller) RequireOperatorWrite() error {
 		return ErrPermissionDenied
 	}
 	return nil
+}
+
+// ReadIn decides a read over namespace ns, which may be state.AllNamespaces:
+// one namespace where may is false is refused; over every namespace
+// nothing is refused and visible (may) says which objects' namespaces the
+// caller sees, as Nomad filters such lists rather than refusing them.
+func ReadIn(ns string, may func(ns string) bool) (visible func(ns string) bool, err error) {
+	if ns != state.AllNamespaces && !may(ns) {
+		return nil, ErrPermissionDenied
+	}
+	return may, nil
 }

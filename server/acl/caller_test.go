@@ -193,3 +193,57 @@ func TestRequireManagement(t *testing.T) {
 		}
 	}
 }
+
+// TestRequireOperatorReadAndRaftWrite: the operator endpoints' rules refuse
+// with a DeniedError naming the permission and the accessor (Consul's
+// text); operator:write implies operator:read; a zero Caller fails closed.
+func TestRequireOperatorReadAndRaftWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		caller      acl.Caller
+		read, write bool
+	}{
+		{"zero caller", acl.Caller{}, false, false},
+		{"node:write", callerWithRules(t, "n", `node = "write"`), false, false},
+		{"acl:write", callerWithRules(t, "a", `acl = "write"`), false, false},
+		{"operator:read", callerWithRules(t, "r", `operator = "read"`), true, false},
+		{"operator:write", callerWithRules(t, "w", `operator = "write"`), true, true},
+		{"management", acl.Internal(), true, true},
+	} {
+		for _, check := range []struct {
+			perm  string
+			err   error
+			allow bool
+		}{
+			{acl.PermOperatorRead, tc.caller.RequireOperatorRead(), tc.read},
+			{acl.PermOperatorWrite, tc.caller.RequireRaftWrite(), tc.write},
+		} {
+			var d *acl.DeniedError
+			switch {
+			case check.allow && check.err != nil:
+				t.Errorf("%s, %s: refused: %v", tc.name, check.perm, check.err)
+			case !check.allow && (!errors.As(check.err, &d) || d.Perm != check.perm || d.AccessorID != tc.caller.AccessorID):
+				t.Errorf("%s, %s: got %v, want a DeniedError naming it and %q", tc.name, check.perm, check.err, tc.caller.AccessorID)
+			}
+		}
+	}
+}
+
+// TestReadIn: a read over one namespace is refused where may says no;
+// over every namespace it is never refused and may filters.
+func TestReadIn(t *testing.T) {
+	may := func(ns string) bool { return ns == "web" }
+	if _, err := acl.ReadIn("api", may); err != acl.ErrPermissionDenied {
+		t.Fatalf("api: got %v, want Permission denied", err)
+	}
+	if visible, err := acl.ReadIn("web", may); err != nil || !visible("web") {
+		t.Fatalf("web: %v", err)
+	}
+	visible, err := acl.ReadIn(state.AllNamespaces, may)
+	if err != nil {
+		t.Fatalf("every namespace refused: %v", err)
+	}
+	if !visible("web") || visible("api") {
+		t.Fatalf("visible(web)=%v visible(api)=%v, want true false", visible("web"), visible("api"))
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/ctlplane/ctlplane/server/namespaces"
 	"github.com/ctlplane/ctlplane/server/nodepools"
 	"github.com/ctlplane/ctlplane/server/nodes"
+	"github.com/ctlplane/ctlplane/server/operator"
 	"github.com/ctlplane/ctlplane/server/scheduler"
 	"github.com/ctlplane/ctlplane/server/servicereg"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -73,6 +74,7 @@ func (a *Agent) wire(deps svc.Deps) ctlhttp.Services {
 		Namespaces:  namespaces.New(deps),
 		NodePools:   nodepools.New(deps),
 		Services:    servicereg.New(deps),
+		Operator:    operator.New(a.Server),
 	}
 }
 
