@@ -24,6 +24,8 @@ func (h *Handler) registerServiceRegistrations() {
 	h.handle("/v1/service/{name}", methods{{http.MethodGet, h.serviceRead}})
 	h.handle("/v1/service/{name}/{id}", methods{{http.MethodDelete, h.serviceDelete}})
 	h.handle("/v1/client/allocation/{alloc_id}/checks", methods{{http.MethodGet, h.allocChecks}})
+	h.handle("/v1/job/{job}/services", methods{{http.MethodGet, h.jobServices}})
+	h.handle("/v1/allocation/{alloc_id}/services", methods{{http.MethodGet, h.allocServices}})
 }
 
 // serviceStubs is one namespace's entry of GET /v1/services (Nomad's
@@ -114,6 +116,66 @@ func (h *Handler) serviceRead(w http.ResponseWriter, r *http.Request) (any, erro
 	})
 	if err != nil {
 		return nil, err
+	}
+	return regs, nil
+}
+
+// jobServices is GET /v1/job/:id/services: the job's registrations (read-job
+// in the namespace, blocking on the registrations). As Nomad's, an unknown
+// job is a 404 "job not found", a known one without any an empty list, and
+// the index is the registrations table's.
+func (h *Handler) jobServices(w http.ResponseWriter, r *http.Request) (any, error) {
+	jobID := mux.Vars(r)["job"]
+	var regs []*state.ServiceRegistration
+	err := h.readNS(w, r, servicereg.ReadServices, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
+		idx, all, err := s.ServicesByJob(ws, ns, jobID)
+		if err != nil {
+			return 0, err
+		}
+		_, job, err := s.Job(ws, ns, jobID)
+		regs = nil
+		if job != nil {
+			regs = all
+		}
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if regs == nil {
+		return nil, notFound("job not found")
+	}
+	return regs, nil
+}
+
+// allocServices is GET /v1/allocation/:id/services: the allocation's
+// registrations (read-job in the requested namespace, then a UUID). As
+// Nomad's, an unknown allocation, or one of another namespace, is a 404 "alloc not
+// found"; the index is the registrations table's.
+func (h *Handler) allocServices(w http.ResponseWriter, r *http.Request) (any, error) {
+	allocID := mux.Vars(r)["alloc_id"]
+	var regs []*state.ServiceRegistration
+	err := h.readNS(w, r, servicereg.ReadServices, func(ws memdb.WatchSet, s *state.Store, ns string) (uint64, error) {
+		if !isUUID(allocID) {
+			// Nomad's memdb lookup fails with a 500 here; a bad ID is the caller's error.
+			return 0, badRequest("Invalid allocation ID %q: a 36-character UUID is required", allocID)
+		}
+		idx, all, err := s.ServicesByAlloc(ws, allocID)
+		if err != nil {
+			return 0, err
+		}
+		_, alloc, err := s.Alloc(ws, allocID)
+		regs = nil
+		if alloc != nil && alloc.Namespace == ns {
+			regs = all
+		}
+		return idx, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if regs == nil {
+		return nil, notFound("alloc not found")
 	}
 	return regs, nil
 }

@@ -116,7 +116,11 @@ func init() {
 				&memdb.StringFieldIndex{Field: "ServiceName"},
 			}}},
 			"alloc": {Name: "alloc", Indexer: &memdb.StringFieldIndex{Field: "AllocID"}},
-			"node":  {Name: "node", Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
+			"job": {Name: "job", AllowMissing: true, Indexer: &memdb.CompoundIndex{AllowMissing: true, Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "Namespace"},
+				&memdb.StringFieldIndex{Field: "JobID"},
+			}}},
+			"node": {Name: "node", Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
 		},
 	}, func() any { return new(ServiceRegistration) })
 }
@@ -135,6 +139,11 @@ func (s *Store) ServicesByName(ws memdb.WatchSet, ns, name string) (uint64, []*S
 // ServicesByAlloc lists an allocation's registrations, by ID.
 func (s *Store) ServicesByAlloc(ws memdb.WatchSet, allocID string) (uint64, []*ServiceRegistration, error) {
 	return getByIndex[ServiceRegistration](s, ws, servicesTable, "alloc", allocID)
+}
+
+// ServicesByJob lists the registrations of job id in namespace ns, by ID.
+func (s *Store) ServicesByJob(ws memdb.WatchSet, ns, id string) (uint64, []*ServiceRegistration, error) {
+	return getByIndex[ServiceRegistration](s, ws, servicesTable, "job", ns, id)
 }
 
 // ServiceDelete removes one registration of service name in namespace ns.
