@@ -36,7 +36,8 @@ func nomadCLIMatrixRows() []acxEndpoint {
 		rows = append(rows,
 			acxEndpoint{method: m, path: "/v1/job/web/scale", body: `{"Count":2,"Target":{"Group":"g"}}`, need: needNSSubmitJob, ok: acxWant{404, `job "web" not found`}},
 			acxEndpoint{method: m, path: "/v1/allocation/x/stop", need: needNomadToken, ok: acxWant{400, `Invalid allocation ID "x": a 36-character UUID is required`}},
-			acxEndpoint{method: m, path: "/v1/search", body: `{"Prefix":"zzz","Context":"jobs"}`, need: needNSReadJob, ok: acxWant{200, `{"Matches":{"jobs":[]},"Truncations":{"jobs":false}}`}},
+			acxEndpoint{method: m, path: "/v1/search", body: `{"Prefix":"zzz","Context":"jobs"}`, need: needNSReadJob, ok: acxWant{200, `{"Matches":{"jobs":null},"Truncations":{"jobs":false}}`}},
+			acxEndpoint{method: m, path: "/v1/search/fuzzy", body: `{"Text":"zzz","Context":"jobs"}`, need: needNSReadJob, ok: acxWant{200, `{"Matches":{},"Truncations":{"jobs":false}}`}},
 			acxEndpoint{method: m, path: "/v1/namespace", body: `{"Name":"bad_name"}`, need: needNSAdmin, ok: badName},
 			acxEndpoint{method: m, path: "/v1/namespace/bad_name", body: `{"Name":"bad_name"}`, need: needNSAdmin, ok: badName},
 		)

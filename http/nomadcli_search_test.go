@@ -101,7 +101,7 @@ func TestSearchNomadClient(t *testing.T) {
 	if _, _, err := reader.Search().PrefixSearch("we", contexts.Jobs, nil); err == nil || err.Error() != "Unexpected response code: 403 (Permission denied)" {
 		t.Errorf("reader, jobs in default: %v", err)
 	}
-	if _, _, err := c.Search().PrefixSearch("x", "bogus", nil); err == nil || !strings.Contains(err.Error(), `400 (Invalid context "bogus"`) {
+	if _, _, err := c.Search().PrefixSearch("x", "bogus", nil); err == nil || !strings.Contains(err.Error(), `400 (context must be one of [allocs jobs nodes node_pools evals deployment plugins volumes scaling_policy vars namespaces] or 'all' for all contexts; got "bogus")`) {
 		t.Errorf("bad context: %v", err)
 	}
 }
