@@ -64,7 +64,12 @@ func (h *Handler) fuzzySearch(w http.ResponseWriter, r *http.Request) (any, erro
 	}
 	text := strings.ToLower(req.Text)
 	var out *fuzzySearchResponse
-	meta, err := h.blockingQuery(r, queryOptions{}, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	opts.minIndex = 0 // Nomad's searches never block
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		out = &fuzzySearchResponse{Matches: map[string][]fuzzyMatch{}, Truncations: map[string]bool{}}
 		var index uint64
 		for _, c := range call.contexts {

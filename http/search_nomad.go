@@ -134,7 +134,12 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) (any, error) {
 		lookup = roundUUIDPrefixDown(lookup)
 	}
 	var out *searchResponse
-	meta, err := h.blockingQuery(r, queryOptions{}, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	opts.minIndex = 0 // Nomad's searches never block
+	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
 		out = &searchResponse{Matches: map[string][]string{}, Truncations: map[string]bool{}}
 		var index uint64
 		for _, c := range call.contexts {
