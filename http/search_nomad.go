@@ -78,7 +78,7 @@ type searchCall struct {
 
 // searchSetup checks context against Nomad's list and the caller's
 // permissions. A context named explicitly that the token may not search is
-// 403; with "all" such contexts are left out. A fuzzy search over every
+// 403; with "all" such contexts are left out, and none at all is 403. A fuzzy search over every
 // namespace ("*") skips these checks, as Nomad's: its objects are
 // filtered one by one.
 func (h *Handler) searchSetup(r *http.Request, bodyNS, context string, fuzzy bool) (*searchCall, error) {
@@ -107,6 +107,11 @@ func (h *Handler) searchSetup(r *http.Request, bodyNS, context string, fuzzy boo
 		if (fuzzy && ns == state.AllNamespaces) || search.MaySearch(caller, ns, c) {
 			call.contexts = append(call.contexts, c)
 		}
+	}
+	if len(call.contexts) == 0 {
+		// Nomad's sufficientSearchPerms: a token that may search none of
+		// the contexts is refused, not answered with nothing.
+		return nil, jobDenied
 	}
 	return call, nil
 }

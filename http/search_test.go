@@ -90,7 +90,7 @@ func TestSearchAsNomad(t *testing.T) {
 				`"Truncations":{"jobs":false,"namespaces":false,"scaling_policy":false,"vars":false,"volumes":false}}`},
 		{"prefix, reader's nodes", reader, "/v1/search", `{"Prefix":"we","Context":"nodes"}`, 403, "Permission denied"},
 		{"prefix, reader's node pools", reader, "/v1/search", `{"Prefix":"we","Context":"node_pools"}`, 403, "Permission denied"},
-		{"prefix, anonymous all", "", "/v1/search", `{"Prefix":"we","Context":"all"}`, 200, `{"Matches":{},"Truncations":{}}`},
+		{"prefix, anonymous all", "", "/v1/search", `{"Prefix":"we","Context":"all"}`, 403, "Permission denied"},
 
 		{"fuzzy, all", mgmt, "/v1/search/fuzzy", `{"Text":"WEB","Context":"all"}`, 200, fuzzyWeb},
 		{"fuzzy, jobs of every namespace", mgmt, "/v1/search/fuzzy?namespace=*", `{"Text":"data","Context":"jobs"}`, 200,
