@@ -76,13 +76,15 @@ func newEnv(t *testing.T) *env {
 	return &env{ts: ts, api: ac, clock: clock, client: c}
 }
 
-// job registers a one-task service job through Raft.
+// job registers a one-task service job through Raft, with the reschedule
+// policy a registration gives a service group (Nomad's default).
 func (e *env) job(t *testing.T, id string, update *state.UpdateStrategy, restart *state.RestartPolicy, config map[string]any) *state.Job {
 	t.Helper()
 	job := &state.Job{
 		Namespace: "default", ID: id, Name: id, Type: state.JobTypeService, Priority: 50,
 		Datacenters: []string{"dc1"}, Update: update,
 		TaskGroups: []*state.TaskGroup{{Name: "web", Count: 1, RestartPolicy: restart,
+			ReschedulePolicy: &state.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true},
 			Tasks: []*state.Task{{Name: "server", Driver: "mock_driver", Config: config,
 				Resources: &state.Resources{CPU: 100, MemoryMB: 64}}}}},
 	}

@@ -18,6 +18,9 @@ type NamespaceUpsertRequest struct {
 // NamespaceDeleteRequest deletes Nomad namespaces, all or none.
 type NamespaceDeleteRequest struct {
 	Names []string
+	// Region is named in the refusal of a namespace in use ("" in entries
+	// written before it was sent: the default region).
+	Region string
 }
 
 // AllocStopRequest stops one allocation and inserts the evaluation that
@@ -38,7 +41,7 @@ var (
 		return Indexed{Index: idx}, err
 	})
 	NamespaceDelete = define(NamespaceDeleteType, "namespace delete", func(s *state.Store, idx uint64, r *NamespaceDeleteRequest) (Indexed, error) {
-		return Indexed{Index: idx}, s.NamespaceDelete(idx, r.Names)
+		return Indexed{Index: idx}, s.NamespaceDelete(idx, r.Names, regionOr(r.Region))
 	})
 )
 
@@ -60,3 +63,11 @@ type JobScaleRequest struct {
 var JobScale = define(JobScaleType, "job scale", func(s *state.Store, idx uint64, r *JobScaleRequest) (*state.JobRegisterResult, error) {
 	return s.JobScale(idx, r.Job, r.Eval, r.Namespace, r.JobID, r.Group, r.Event)
 })
+
+// regionOr is region, or the default region for entries without one.
+func regionOr(region string) string {
+	if region == "" {
+		return "global"
+	}
+	return region
+}

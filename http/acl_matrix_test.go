@@ -288,7 +288,7 @@ func (f *acxFixture) expand(t *testing.T, s string) string {
 }
 
 // badPoolName is the refusal of a node pool named "bad name".
-const badPoolName = `invalid node pool "bad name": invalid name "bad name", must match regex ^[a-zA-Z0-9-_]{1,128}$`
+const badPoolName = "invalid node pool \"bad name\": 1 error occurred:\n\t* invalid name \"bad name\", must match regex ^[a-zA-Z0-9-_]{1,128}$\n\n"
 
 // acxEndpoints is every route the API serves (the h.handle calls in
 // http/*.go), each method on it, and what it needs (design §7).
@@ -389,7 +389,7 @@ func acxEndpoints() []acxEndpoint {
 		{method: "POST", path: "/v1/node/pools", body: `{"Name":"bad name"}`, need: needNSAdmin, ok: acxWant{400, badPoolName}},
 		{method: "PUT", path: "/v1/node/pool/default", body: `{"Name":"default"}`, need: needNSAdmin, ok: acxWant{400, `modifying node pool "default" is not allowed`}},
 		{method: "POST", path: "/v1/node/pool/default", body: `{"Name":"default"}`, need: needNSAdmin, ok: acxWant{400, `modifying node pool "default" is not allowed`}},
-		{method: "DELETE", path: "/v1/node/pool/nope", need: needNSAdmin, ok: acxWant{404, `node pool "nope" not found`}},
+		{method: "DELETE", path: "/v1/node/pool/nope", need: needNSAdmin, ok: acxWant{404, "node pool nope not found"}},
 		// Drain and eligibility: node:write, checked by the nodes service.
 		{method: "PUT", path: "/v1/node/" + otherID + "/drain", body: `{"DrainSpec":{"Deadline":0}}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},
 		{method: "POST", path: "/v1/node/" + otherID + "/drain", body: `{"DrainSpec":null,"MarkEligible":true}`, need: needNodeWrite, ok: acxWant{404, "node not found"}},

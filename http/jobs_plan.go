@@ -89,7 +89,12 @@ func (h *Handler) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	// Nomad answers the current job's modify index as the plan's index.
 	setWriteIndex(w, r, res.JobModifyIndex)
+	var created []*evalView
+	if len(res.CreatedEvals) > 0 {
+		created = viewEvals(res.CreatedEvals)
+	}
 	return &jobPlanResponse{
+		CreatedEvals:   created,
 		Annotations:    &planAnnotations{DesiredTGUpdates: res.Annotations.DesiredTGUpdates},
 		FailedTGAllocs: res.FailedTGAllocs,
 		JobModifyIndex: res.JobModifyIndex,

@@ -98,10 +98,12 @@ func TestNodePoolsNomadClient(t *testing.T) {
 	}{
 		{&api.NodePool{Name: "default", Description: "x"}, `modifying node pool "default" is not allowed`},
 		{&api.NodePool{Name: "all"}, `modifying node pool "all" is not allowed`},
-		{&api.NodePool{Name: "bad name"}, `invalid node pool "bad name": invalid name "bad name", must match regex ^[a-zA-Z0-9-_]{1,128}$`},
-		{&api.NodePool{Name: "x", Description: strings.Repeat("d", 257)}, `invalid node pool "x": description longer than 256`},
+		{&api.NodePool{Name: "bad name"}, "invalid node pool \"bad name\": 1 error occurred:\n\t* invalid name \"bad name\", must match regex ^[a-zA-Z0-9-_]{1,128}$"},
+		{&api.NodePool{Name: "bad name", Description: strings.Repeat("d", 257)},
+			"invalid node pool \"bad name\": 2 errors occurred:\n\t* invalid name \"bad name\", must match regex ^[a-zA-Z0-9-_]{1,128}$\n\t* description longer than 256"},
+		{&api.NodePool{Name: "x", Description: strings.Repeat("d", 257)}, "invalid node pool \"x\": 1 error occurred:\n\t* description longer than 256"},
 		{&api.NodePool{Name: "x", SchedulerConfiguration: &api.NodePoolSchedulerConfiguration{SchedulerAlgorithm: "random"}},
-			`invalid node pool "x": invalid scheduler algorithm "random": must be binpack or spread`},
+			"invalid node pool \"x\": 1 error occurred:\n\t* invalid scheduler algorithm \"random\": must be binpack or spread"},
 	} {
 		_, err := pools.Register(bad.pool, nil)
 		expectAPIError(t, err, 400, bad.msg)
@@ -179,15 +181,17 @@ func TestNodePoolsNomadClient(t *testing.T) {
 	_, _, err = c.Jobs().Register(missing, nil)
 	expectAPIError(t, err, 400, `job "lost" is in nonexistent node pool "nope"`)
 
-	// Delete: refused while in use or built in; then a pool nothing uses.
+	// Delete: refused while in use (Nomad 1.6's RPC lists jobs, then
+	// nodes), then unknown or built in (its state store); then a pool
+	// nothing uses.
 	for name, want := range map[string]struct {
 		status int
 		msg    string
 	}{
-		"gpu":     {409, `node pool "gpu" has non-terminal jobs in regions: [global]`},
-		"default": {400, `deleting built-in node pool "default" is not allowed`},
-		"all":     {400, `deleting built-in node pool "all" is not allowed`},
-		"nope":    {404, `node pool "nope" not found`},
+		"gpu":     {409, "2 errors occurred:\n\t* node pool \"gpu\" has non-terminal jobs in regions: [global]\n\t* node pool \"gpu\" has nodes in regions: [global]"},
+		"default": {409, "2 errors occurred:\n\t* node pool \"default\" has non-terminal jobs in regions: [global]\n\t* node pool \"default\" has nodes in regions: [global]"},
+		"all":     {400, `deleting node pool "all" is not allowed`},
+		"nope":    {404, `node pool nope not found`},
 	} {
 		_, err := pools.Delete(name, nil)
 		expectAPIError(t, err, want.status, want.msg)
@@ -196,7 +200,7 @@ func TestNodePoolsNomadClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = pools.Delete("gpu", nil)
-	expectAPIError(t, err, 409, `node pool "gpu" has nodes in regions: [global]`)
+	expectAPIError(t, err, 409, "1 error occurred:\n\t* node pool \"gpu\" has nodes in regions: [global]")
 	if _, err := pools.Delete("batch", nil); err != nil {
 		t.Fatal(err)
 	}

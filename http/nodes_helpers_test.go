@@ -10,6 +10,7 @@ import (
 	"github.com/ctlplane/ctlplane/api"
 	"github.com/ctlplane/ctlplane/fsm"
 	ctlhttp "github.com/ctlplane/ctlplane/http"
+	"github.com/ctlplane/ctlplane/server/jobs"
 	"github.com/ctlplane/ctlplane/server/nodes"
 	"github.com/ctlplane/ctlplane/server/servertest"
 	"github.com/ctlplane/ctlplane/server/svc"
@@ -92,15 +93,23 @@ func ntNode(name string) *api.NodeRegistration {
 	}
 }
 
-// ntJob registers a one-group service job through Raft and returns it as stored.
+// ntJob registers a one-group service job through Raft and returns it as
+// stored, with the reschedule policy a registration gives a service group.
 func ntJob(t *testing.T, ts *servertest.TestServer, id string, update *state.UpdateStrategy, config map[string]any) *state.Job {
+	t.Helper()
+	return ntJobRescheduled(t, ts, id, update, config, jobs.DefaultReschedulePolicy())
+}
+
+// ntJobRescheduled is ntJob with the group's reschedule policy.
+func ntJobRescheduled(t *testing.T, ts *servertest.TestServer, id string, update *state.UpdateStrategy, config map[string]any, reschedule *state.ReschedulePolicy) *state.Job {
 	t.Helper()
 	job := &state.Job{
 		Namespace: "default", ID: id, Name: id, Type: state.JobTypeService, Priority: 70,
 		Datacenters: []string{"dc1"}, Update: update,
 		TaskGroups: []*state.TaskGroup{{
 			Name: "web", Count: 1,
-			RestartPolicy: &state.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: time.Second, Mode: "fail"},
+			RestartPolicy:    &state.RestartPolicy{Attempts: 1, Interval: time.Hour, Delay: time.Second, Mode: "fail"},
+			ReschedulePolicy: reschedule,
 			Tasks: []*state.Task{{Name: "server", Driver: "mock_driver", Config: config,
 				Resources: &state.Resources{CPU: 100, MemoryMB: 64}}},
 		}},

@@ -20,7 +20,7 @@ const needNSAdmin = "namespace:admin"
 // matrix server has no jobs and only the default namespace: answers stop
 // at not-found or validation, after the check.
 func nomadCLIMatrixRows() []acxEndpoint {
-	badName := acxWant{http.StatusBadRequest, `invalid name "bad_name". Must match regex ^[a-zA-Z0-9-]{1,64}$`}
+	badName := acxWant{http.StatusBadRequest, "Invalid namespace \"bad_name\": 1 error occurred:\n\t* invalid name \"bad_name\". Must match regex ^[a-zA-Z0-9-]{1,128}$\n\n"}
 	rows := []acxEndpoint{
 		{method: "GET", path: "/v1/job/web/summary", need: needNSReadJob, ok: acxWant{404, "job not found"}},
 		{method: "GET", path: "/v1/job/web/scale", need: needNSReadJob, ok: acxWant{404, "job not found"}},
@@ -30,7 +30,7 @@ func nomadCLIMatrixRows() []acxEndpoint {
 		{method: "GET", path: "/v1/regions", need: needOpen, ok: acxWant{200, `["global"]`}},
 		{method: "GET", path: "/v1/namespaces?prefix=zzz", need: needNomadToken, ok: acxWant{200, "[]"}},
 		{method: "GET", path: "/v1/namespace/nope", need: needNSReadJob, ok: acxWant{404, "Namespace not found"}},
-		{method: "DELETE", path: "/v1/namespace/nope", need: needNSAdmin, ok: acxWant{404, `namespace "nope" does not exist`}},
+		{method: "DELETE", path: "/v1/namespace/nope", need: needNSAdmin, ok: acxWant{404, "namespace not found"}},
 	}
 	for _, m := range []string{"PUT", "POST"} {
 		rows = append(rows,

@@ -70,9 +70,10 @@ func TestAllocInfoNomadClient(t *testing.T) {
 }
 
 // TestAllocStopNomadClient: on a dev agent, Allocations().Stop as `nomad
-// alloc stop` calls it stops the allocation (migrated) with an alloc-stop
-// evaluation in one Raft entry, and the scheduler places a replacement that
-// runs; the job's summary follows (Complete 1, Running 1).
+// alloc stop` calls it marks the allocation to migrate with an alloc-stop
+// evaluation in one Raft entry; the scheduler stops it and places a
+// replacement that runs, linked to it (NextAllocation/PreviousAllocation);
+// the job's summary follows (Complete 1, Running 1).
 func TestAllocStopNomadClient(t *testing.T) {
 	ts := servertest.Start(t, servertest.DevNodes(1))
 	c := nomadClient(t, ts, "")
@@ -119,19 +120,30 @@ func TestAllocStopNomadClient(t *testing.T) {
 	if err != nil || resp.EvalID == "" || resp.LastIndex == 0 {
 		t.Fatalf("Stop: %v %+v", err, resp)
 	}
-	stopped, _, err := c.Allocations().Info(first.ID, nil)
-	if err != nil || stopped.DesiredStatus != "stop" || stopped.DesiredDescription != "alloc is being migrated" ||
-		stopped.DesiredTransition.Migrate == nil || !*stopped.DesiredTransition.Migrate || stopped.ModifyIndex != resp.LastIndex {
-		t.Fatalf("stopped allocation: %v %+v", err, stopped)
-	}
 	eval, _, err := c.Evaluations().Info(resp.EvalID, nil)
 	if err != nil || eval.TriggeredBy != "alloc-stop" || eval.JobID != "web" || eval.CreateIndex != resp.LastIndex {
 		t.Fatalf("evaluation: %v %+v", err, eval)
 	}
+	var next *api.AllocationListStub
 	waitFor("a replacement running", func() bool {
 		r := running()
-		return len(r) == 1 && r[0].ID != first.ID
+		if len(r) == 1 && r[0].ID != first.ID {
+			next = r[0]
+		}
+		return next != nil
 	})
+	// The scheduler stopped it as migrated in the plan that placed its
+	// replacement, and linked the two (Nomad's migration).
+	stopped, _, err := c.Allocations().Info(first.ID, nil)
+	if err != nil || stopped.DesiredStatus != "stop" || stopped.DesiredDescription != "alloc is being migrated" ||
+		stopped.DesiredTransition.Migrate == nil || !*stopped.DesiredTransition.Migrate || stopped.NextAllocation != next.ID {
+		t.Fatalf("stopped allocation: %v %+v", err, stopped)
+	}
+	replacement, _, err := c.Allocations().Info(next.ID, nil)
+	if err != nil || replacement.PreviousAllocation != first.ID || replacement.NextAllocation != "" || replacement.Name != stopped.Name ||
+		replacement.EvalID != resp.EvalID {
+		t.Fatalf("replacement: %v %+v", err, replacement)
+	}
 	waitFor("summary Running 1, Complete 1", func() bool {
 		s, _, err := c.Jobs().Summary("web", nil)
 		if err != nil {
@@ -170,13 +182,15 @@ func TestAllocStopACL(t *testing.T) {
 	if _, err := reader.Allocations().Stop(a, nil); err == nil || err.Error() != "Unexpected response code: 403 (Permission denied)" {
 		t.Fatalf("Stop with read: %v", err)
 	}
-	if _, a, _ := ts.Server.State().Alloc(nil, allocs[0].ID); a.DesiredStatus != "run" {
+	if _, a, _ := ts.Server.State().Alloc(nil, allocs[0].ID); a.DesiredStatus != "run" || a.DesiredTransition.Migrate != nil {
 		t.Fatalf("a refused stop changed the allocation: %+v", a)
 	}
 	if resp, err := lifecycle.Allocations().Stop(a, nil); err != nil || resp.EvalID == "" {
 		t.Fatalf("Stop with alloc-lifecycle: %v", err)
 	}
-	if _, a, _ := ts.Server.State().Alloc(nil, allocs[0].ID); a.DesiredStatus != "stop" {
-		t.Fatalf("allocation not stopped: %+v", a)
+	// Marked to migrate (the scheduler stops it when it places the
+	// replacement).
+	if _, a, _ := ts.Server.State().Alloc(nil, allocs[0].ID); !a.DesiredTransition.ShouldMigrate() {
+		t.Fatalf("allocation not marked to migrate: %+v", a)
 	}
 }

@@ -7,9 +7,14 @@ import "fmt"
 // scheduler places its replacement).
 const AllocDescMigrating = "alloc is being migrated"
 
-// AllocStop tells an allocation to stop at idx and inserts the evaluation
-// that replaces it, in one transaction. It answers the allocation as it was.
-func (s *Store) AllocStop(idx uint64, allocID string, eval *Evaluation, now int64) (*Allocation, error) {
+// AllocStop marks an allocation to migrate at idx and inserts the
+// evaluation that replaces it, in one transaction, as Nomad's Alloc.Stop
+// (an AllocUpdateDesiredTransition): the allocation keeps running until
+// the scheduler stops it in the plan that places its replacement, so that
+// the two are linked (PreviousAllocation, NextAllocation). It answers the
+// allocation as it was. (The time argument is kept for the Raft entry's
+// shape; Nomad leaves ModifyTime as it was.)
+func (s *Store) AllocStop(idx uint64, allocID string, eval *Evaluation, _ int64) (*Allocation, error) {
 	txn := s.orchTxn()
 	defer txn.Abort()
 	raw, err := txn.First(allocsTable, "id", allocID)
@@ -20,19 +25,16 @@ func (s *Store) AllocStop(idx uint64, allocID string, eval *Evaluation, now int6
 		return nil, errorf(ErrNotFound, "Unknown allocation %q", allocID)
 	}
 	a := raw.(*Allocation)
-	if a.DesiredStatus == AllocDesiredStatusRun {
-		c := a.Copy()
-		c.DesiredStatus = AllocDesiredStatusStop
-		c.DesiredDescription = AllocDescMigrating
-		migrate := true
-		c.DesiredTransition.Migrate = &migrate // as Nomad records it
-		c.ModifyIndex, c.AllocModifyIndex, c.ModifyTime = idx, idx, now
-		if err := txn.Insert(allocsTable, c); err != nil {
-			return nil, fmt.Errorf("failed updating allocation: %w", err)
-		}
-		if err := setIndex(txn, allocsTable, idx); err != nil {
-			return nil, err
-		}
+	c := a.Copy()
+	migrate := true
+	c.DesiredTransition.Migrate = &migrate
+	// Nomad's UpdateAllocDesiredTransitionTxn: both indexes, not the time.
+	c.ModifyIndex, c.AllocModifyIndex = idx, idx
+	if err := txn.Insert(allocsTable, c); err != nil {
+		return nil, fmt.Errorf("failed updating allocation: %w", err)
+	}
+	if err := setIndex(txn, allocsTable, idx); err != nil {
+		return nil, err
 	}
 	if err := upsertEvalTxn(txn, idx, eval); err != nil {
 		return nil, err

@@ -143,20 +143,21 @@ func (s *Store) NamespaceUpsert(idx uint64, namespaces []*Namespace) error {
 }
 
 // NamespaceDelete deletes namespaces at idx, all or none: default cannot
-// be deleted, nor a namespace with a job that is not dead (Nomad's texts).
-func (s *Store) NamespaceDelete(idx uint64, names []string) error {
+// be deleted, nor a namespace with a job that is not dead. The texts are
+// Nomad 1.6's (Namespace.DeleteNamespaces, then its state store's);
+// region is the cluster's, as Nomad lists the regions with such jobs.
+func (s *Store) NamespaceDelete(idx uint64, names []string, region string) error {
 	txn := s.writeTxn()
 	defer txn.Abort()
 	for _, name := range names {
 		if name == DefaultNamespace {
-			return errorf(ErrInvalid, "default namespace can not be deleted")
+			return errorf(ErrInvalid, "can not delete default namespace")
 		}
+	}
+	for _, name := range names {
 		raw, err := txn.First(namespacesTable, "id", name)
 		if err != nil {
 			return fmt.Errorf("failed namespace lookup: %w", err)
-		}
-		if raw == nil {
-			return errorf(ErrNotFound, "namespace %q does not exist", name)
 		}
 		jobs, err := txn.Get(jobsTable, "id_prefix", name, "")
 		if err != nil {
@@ -165,8 +166,12 @@ func (s *Store) NamespaceDelete(idx uint64, names []string) error {
 		for j := jobs.Next(); j != nil; j = jobs.Next() {
 			job := j.(*Job)
 			if job.Namespace == name && job.Status != JobStatusDead {
-				return errorf(ErrConflict, "namespace %q contains at least one non-terminal job %q. All jobs must be terminal in namespace before it can be deleted", name, job.ID)
+				// Nomad's RPC collects these in a multierror.
+				return errorf(ErrConflict, "%s", MultiErrorText([]string{fmt.Sprintf("namespace %q has non-terminal jobs in regions: [%s]", name, region)}))
 			}
+		}
+		if raw == nil {
+			return errorf(ErrNotFound, "namespace not found")
 		}
 		if err := txn.Delete(namespacesTable, raw); err != nil {
 			return fmt.Errorf("failed deleting namespace: %w", err)

@@ -155,29 +155,24 @@ func ensureNodePoolTxn(txn *memdb.Txn, idx uint64, name string) error {
 }
 
 // NodePoolDelete deletes node pools at idx, all or none: not the
-// built-ins, nor a pool that nodes or jobs that are not dead use (Nomad's
-// texts; region is the cluster's region, as Nomad lists the regions).
+// built-ins, nor a pool that nodes or jobs that are not dead use. The
+// texts and their order are Nomad 1.6's: its RPC refuses a pool in use
+// (jobs, then nodes, in one multierror), then its state store a pool that
+// does not exist or is built in; region is the cluster's, as Nomad lists
+// the regions.
 func (s *Store) NodePoolDelete(idx uint64, names []string, region string) error {
 	txn := s.writeTxn()
 	defer txn.Abort()
+	var inUse []string
 	for _, name := range names {
-		if IsBuiltInNodePool(name) {
-			return errorf(ErrInvalid, "deleting built-in node pool %q is not allowed", name)
-		}
-		raw, err := txn.First(nodePoolsTable, "id", name)
-		if err != nil {
-			return fmt.Errorf("failed node pool lookup: %w", err)
-		}
-		if raw == nil {
-			return errorf(ErrNotFound, "node pool %q not found", name)
-		}
 		jobs, err := txn.Get(jobsTable, "id")
 		if err != nil {
 			return fmt.Errorf("failed job lookup: %w", err)
 		}
 		for j := jobs.Next(); j != nil; j = jobs.Next() {
 			if job := j.(*Job); job.NodePool == name && job.Status != JobStatusDead {
-				return errorf(ErrConflict, "node pool %q has non-terminal jobs in regions: [%s]", name, region)
+				inUse = append(inUse, fmt.Sprintf("node pool %q has non-terminal jobs in regions: [%s]", name, region))
+				break
 			}
 		}
 		nodes, err := txn.Get(nodesTable, "id")
@@ -186,8 +181,25 @@ func (s *Store) NodePoolDelete(idx uint64, names []string, region string) error 
 		}
 		for n := nodes.Next(); n != nil; n = nodes.Next() {
 			if n.(*Node).NodePool == name {
-				return errorf(ErrConflict, "node pool %q has nodes in regions: [%s]", name, region)
+				inUse = append(inUse, fmt.Sprintf("node pool %q has nodes in regions: [%s]", name, region))
+				break
 			}
+		}
+	}
+	if len(inUse) > 0 {
+		return errorf(ErrConflict, "%s", MultiErrorText(inUse))
+	}
+	for _, name := range names {
+		// Nomad looks the pool up first, but its built-ins always exist.
+		if IsBuiltInNodePool(name) {
+			return errorf(ErrInvalid, "deleting node pool %q is not allowed", name)
+		}
+		raw, err := txn.First(nodePoolsTable, "id", name)
+		if err != nil {
+			return fmt.Errorf("failed node pool lookup: %w", err)
+		}
+		if raw == nil {
+			return errorf(ErrNotFound, "node pool %s not found", name)
 		}
 		if err := txn.Delete(nodePoolsTable, raw); err != nil {
 			return fmt.Errorf("failed deleting node pool: %w", err)

@@ -44,10 +44,10 @@ func TestNodePools(t *testing.T) {
 	if _, err := s.JobRegisterInNamespace(7, job, nil); err != nil {
 		t.Fatal(err)
 	}
-	wantStateError(t, s.NodePoolDelete(8, []string{"batch"}, "global"), ErrConflict, `node pool "batch" has non-terminal jobs in regions: [global]`)
-	wantStateError(t, s.NodePoolDelete(8, []string{"gpu"}, "global"), ErrConflict, `node pool "gpu" has nodes in regions: [global]`)
-	wantStateError(t, s.NodePoolDelete(8, []string{"all"}, "global"), ErrInvalid, `deleting built-in node pool "all" is not allowed`)
-	wantStateError(t, s.NodePoolDelete(8, []string{"nope"}, "global"), ErrNotFound, `node pool "nope" not found`)
+	wantStateError(t, s.NodePoolDelete(8, []string{"batch"}, "global"), ErrConflict, "1 error occurred:\n\t* node pool \"batch\" has non-terminal jobs in regions: [global]\n\n")
+	wantStateError(t, s.NodePoolDelete(8, []string{"gpu"}, "global"), ErrConflict, "1 error occurred:\n\t* node pool \"gpu\" has nodes in regions: [global]\n\n")
+	wantStateError(t, s.NodePoolDelete(8, []string{"all"}, "global"), ErrInvalid, `deleting node pool "all" is not allowed`)
+	wantStateError(t, s.NodePoolDelete(8, []string{"nope"}, "global"), ErrNotFound, `node pool nope not found`)
 
 	// Through a snapshot.
 	c := restore(t, s)

@@ -82,7 +82,7 @@ func TestNodePoolCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"delete", addr, "gpu"}, `Error: 409 node pool "gpu" has non-terminal jobs in regions: [global]`},
+		{[]string{"delete", addr, "gpu"}, "Error: 409 2 errors occurred:\n\t* node pool \"gpu\" has non-terminal jobs in regions: [global]\n\t* node pool \"gpu\" has nodes in regions: [global]\n"},
 		{[]string{"info", addr, "web"}, "Error: 404 node pool not found"},
 		{[]string{"apply", addr, write("bad.hcl", `node_pool "x" { colour = "red" }`)}, `unsupported argument "colour"`},
 		{[]string{"apply", addr, write("two.hcl", "node_pool \"a\" {}\nnode_pool \"b\" {}")}, "exactly one node_pool block is needed"},

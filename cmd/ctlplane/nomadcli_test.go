@@ -25,7 +25,7 @@ func TestNamespaceCLI(t *testing.T) {
 		t.Fatalf("prod: %v %+v", err, ns)
 	}
 	at(ts.URL, "", "namespace", "apply", "dev").fails(t, "Error: Error applying namespace specification: Unexpected response code: 403 (Permission denied)")
-	at(ts.URL, mgmtSecret, "namespace", "delete", "default").fails(t, "Error: Error deleting namespace: Unexpected response code: 400 (default namespace can not be deleted)")
+	at(ts.URL, mgmtSecret, "namespace", "delete", "default").fails(t, "Error: Error deleting namespace: Unexpected response code: 400 (can not delete default namespace)")
 	out = at(ts.URL, mgmtSecret, "namespace", "delete", "prod").ok(t)
 	mustContain(t, out, `Successfully deleted namespace "prod"!`)
 	if out = at(ts.URL, mgmtSecret, "namespace", "list").ok(t); strings.Contains(out, "prod") {

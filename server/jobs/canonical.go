@@ -101,6 +101,10 @@ func Canonicalize(spec *JobSpec, ns string) *state.Job {
 	if job.Namespace == "" {
 		job.Namespace = state.DefaultNamespace
 	}
+	// Nomad's jobCanonicalizer: a priority of 0 is the server's default.
+	if job.Priority == 0 {
+		job.Priority = DefaultPriority
+	}
 	if len(job.Datacenters) == 0 {
 		job.Datacenters = []string{"*"}
 	}

@@ -18,6 +18,9 @@ type PlanResult struct {
 	FailedTGAllocs map[string]*scheduler.PlacementMetric
 	// Diff from the current job to the proposed one (nil unless asked).
 	Diff *jobdiff.JobDiff
+	// CreatedEvals are the evaluations registering would create (a blocked
+	// one when something cannot be placed); none is written.
+	CreatedEvals []*state.Evaluation
 }
 
 // Plan runs the scheduler over the current state with job registered in
@@ -64,13 +67,19 @@ func (s *Service) planChecked(job *state.Job, diff bool) (*PlanResult, error) {
 	}
 	proposed := s.proposedVersion(snap, cur, job)
 	eval := s.newEval(proposed, state.EvalTriggerJobRegister, 0, s.deps.NowNanos())
-	eval.JobModifyIndex = proposed.JobModifyIndex
+	// Nomad's plan evaluation (and the blocked one it may create) carries
+	// the index the job would be registered at: the current one's plus one
+	// when the spec changed, else 0 (a new job too).
+	if cur != nil && proposed != cur {
+		eval.JobModifyIndex = cur.JobModifyIndex + 1
+	}
 	view := &proposedState{Store: snap, job: proposed}
-	plan, _, failed, err := scheduler.DryRunMetrics(view, eval, nil, s.deps.Now())
+	out, err := scheduler.DryRunEvals(view, eval, nil, s.deps.Now())
 	if err != nil {
 		return nil, err
 	}
-	res := &PlanResult{Annotations: plan.Annotations, FailedTGAllocs: failed}
+	plan := out.Plan
+	res := &PlanResult{Annotations: plan.Annotations, FailedTGAllocs: out.Failed, CreatedEvals: out.CreatedEvals}
 	if cur != nil {
 		res.JobModifyIndex = cur.JobModifyIndex
 	}

@@ -119,8 +119,11 @@ func (s *Service) registerChecked(job *state.Job, opts state.JobRegisterOptions)
 	return s.register(job, state.EvalTriggerJobRegister, opts.EvalPriority)
 }
 
+// enforceIndex is Nomad's EnforceIndex check, with its texts.
 func enforceIndex(cur *state.Job, want uint64) error {
 	switch {
+	case cur != nil && want == 0:
+		return conflict("Enforcing job modify index 0: job already exists")
 	case cur == nil && want != 0:
 		return conflict("Enforcing job modify index %d: job does not exist", want)
 	case cur != nil && cur.JobModifyIndex != want:

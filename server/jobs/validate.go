@@ -86,9 +86,6 @@ func Validate(job *state.Job) error {
 	if job.Type != state.JobTypeService {
 		errs.add("Job type %q is not supported: only service jobs are supported for now", job.Type)
 	}
-	if job.Priority < 1 || job.Priority > 100 {
-		errs.add("Job priority must be between [1, 100]")
-	}
 	if len(job.Datacenters) > MaxDatacenters {
 		errs.add("Job has %d datacenters: at most %d are allowed", len(job.Datacenters), MaxDatacenters)
 	}
@@ -125,6 +122,10 @@ func Validate(job *state.Job) error {
 		for _, e := range validateGroup(tg) {
 			errs.add("Task group %s validation failed: %s", tg.Name, e)
 		}
+	}
+	// Nomad 1.6's jobValidate admission check, after the job's own.
+	if job.Priority < 1 || job.Priority > 100 {
+		errs.add("job priority must be between [1, 100]")
 	}
 	return errs.err()
 }

@@ -5,7 +5,9 @@ package namespaces
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
@@ -13,9 +15,12 @@ import (
 	"github.com/ctlplane/ctlplane/state"
 )
 
-// Nomad's name rule, within the 64 characters every ctlplane namespace
-// name is limited to (so that a namespace can be named in any request).
-var nameRE = regexp.MustCompile(`^[a-zA-Z0-9-]{1,64}$`)
+// nomadNameRE is Nomad's name rule; ctlplane also keeps names within the
+// 64 characters every ctlplane namespace name is limited to (so that a
+// namespace can be named in any request).
+var nomadNameRE = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
+
+const maxNameLength = 64
 
 // Limits (Nomad's description limit; the meta caps are ctlplane's).
 const (
@@ -23,6 +28,9 @@ const (
 	maxMetaKeys    = 64
 	maxMetaValue   = 1024
 )
+
+// Region is the region named in Nomad's texts (ctlplane is one region).
+const Region = "global"
 
 // Service writes namespaces.
 type Service struct {
@@ -36,21 +44,31 @@ func invalid(format string, args ...any) error {
 	return &state.Error{Code: state.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Validate checks a namespace as Nomad's Namespace.Validate does.
+// Validate checks a namespace as Nomad's Namespace.Validate does, with
+// Nomad's text: `Invalid namespace "<name>": ` and its reasons as
+// go-multierror lists them (ctlplane's own caps after Nomad's).
 func Validate(ns *state.Namespace) error {
-	if !nameRE.MatchString(ns.Name) {
-		return invalid("invalid name %q. Must match regex %s", ns.Name, nameRE)
+	var reasons []string
+	if !nomadNameRE.MatchString(ns.Name) {
+		reasons = append(reasons, fmt.Sprintf("invalid name %q. Must match regex %s", ns.Name, nomadNameRE))
+	} else if len(ns.Name) > maxNameLength {
+		reasons = append(reasons, fmt.Sprintf("name is %d characters long: at most %d are allowed", len(ns.Name), maxNameLength))
 	}
 	if len(ns.Description) > maxDescription {
-		return invalid("description longer than %d", maxDescription)
+		reasons = append(reasons, fmt.Sprintf("description longer than %d", maxDescription))
 	}
 	if len(ns.Meta) > maxMetaKeys {
-		return invalid("namespace meta has %d keys: at most %d are allowed", len(ns.Meta), maxMetaKeys)
-	}
-	for k, v := range ns.Meta {
-		if k == "" || len(k) > maxMetaValue || len(v) > maxMetaValue {
-			return invalid("namespace meta key %q: keys must be 1 to %d characters and values at most %d", k, maxMetaValue, maxMetaValue)
+		reasons = append(reasons, fmt.Sprintf("namespace meta has %d keys: at most %d are allowed", len(ns.Meta), maxMetaKeys))
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(ns.Meta)) {
+			if v := ns.Meta[k]; k == "" || len(k) > maxMetaValue || len(v) > maxMetaValue {
+				reasons = append(reasons, fmt.Sprintf("namespace meta key %.40q: keys must be 1 to %d characters and values at most %d", k, maxMetaValue, maxMetaValue))
+				break
+			}
 		}
+	}
+	if len(reasons) > 0 {
+		return invalid("Invalid namespace %q: %s", ns.Name, state.MultiErrorText(reasons))
 	}
 	return nil
 }
@@ -74,6 +92,6 @@ func (s *Service) Delete(caller acl.Caller, name string) (uint64, error) {
 	if err := caller.RequireOperatorWrite(); err != nil {
 		return 0, err
 	}
-	res, err := fsm.Apply(s.deps.Raft, fsm.NamespaceDelete, &fsm.NamespaceDeleteRequest{Names: []string{name}})
+	res, err := fsm.Apply(s.deps.Raft, fsm.NamespaceDelete, &fsm.NamespaceDeleteRequest{Names: []string{name}, Region: Region})
 	return res.Index, err
 }

@@ -4,7 +4,9 @@ package nodepools
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 
 	"github.com/ctlplane/ctlplane/fsm"
 	"github.com/ctlplane/ctlplane/server/acl"
@@ -39,26 +41,31 @@ func invalid(format string, args ...any) error {
 }
 
 // Validate checks a pool as Nomad's NodePool.Validate does; the message is
-// Nomad's `invalid node pool "<name>": <reason>`.
+// Nomad's `invalid node pool "<name>": ` and its reasons as go-multierror
+// lists them (the meta caps, ctlplane's, after Nomad's own).
 func Validate(p *state.NodePool) error {
-	reason := ""
-	switch {
-	case !NameRE.MatchString(p.Name):
-		reason = fmt.Sprintf("invalid name %q, must match regex %s", p.Name, NameRE)
-	case len(p.Description) > maxDescription:
-		reason = fmt.Sprintf("description longer than %d", maxDescription)
-	case len(p.Meta) > maxMetaKeys:
-		reason = fmt.Sprintf("meta has %d keys: at most %d are allowed", len(p.Meta), maxMetaKeys)
-	case p.SchedulerConfiguration != nil && !validAlgorithm(p.SchedulerConfiguration.SchedulerAlgorithm):
-		reason = fmt.Sprintf("invalid scheduler algorithm %q: must be binpack or spread", p.SchedulerConfiguration.SchedulerAlgorithm)
+	var reasons []string
+	if !NameRE.MatchString(p.Name) {
+		reasons = append(reasons, fmt.Sprintf("invalid name %q, must match regex %s", p.Name, NameRE))
 	}
-	for k, v := range p.Meta {
-		if reason == "" && (k == "" || len(k) > maxMetaValue || len(v) > maxMetaValue) {
-			reason = fmt.Sprintf("meta key %q: keys must be 1 to %d characters and values at most %d", k, maxMetaValue, maxMetaValue)
+	if len(p.Description) > maxDescription {
+		reasons = append(reasons, fmt.Sprintf("description longer than %d", maxDescription))
+	}
+	if p.SchedulerConfiguration != nil && !validAlgorithm(p.SchedulerConfiguration.SchedulerAlgorithm) {
+		reasons = append(reasons, fmt.Sprintf("invalid scheduler algorithm %q: must be binpack or spread", p.SchedulerConfiguration.SchedulerAlgorithm))
+	}
+	if len(p.Meta) > maxMetaKeys {
+		reasons = append(reasons, fmt.Sprintf("meta has %d keys: at most %d are allowed", len(p.Meta), maxMetaKeys))
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(p.Meta)) {
+			if v := p.Meta[k]; k == "" || len(k) > maxMetaValue || len(v) > maxMetaValue {
+				reasons = append(reasons, fmt.Sprintf("meta key %.40q: keys must be 1 to %d characters and values at most %d", k, maxMetaValue, maxMetaValue))
+				break
+			}
 		}
 	}
-	if reason != "" {
-		return invalid("invalid node pool %q: %s", p.Name, reason)
+	if len(reasons) > 0 {
+		return invalid("invalid node pool %q: %s", p.Name, state.MultiErrorText(reasons))
 	}
 	if state.IsBuiltInNodePool(p.Name) {
 		return invalid("modifying node pool %q is not allowed", p.Name)

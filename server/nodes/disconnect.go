@@ -126,14 +126,19 @@ func (s *Service) markReady(nodeID string) error {
 }
 
 // evalTrigger is the trigger of the evaluation a client report causes, ""
-// for none: a report about an unknown allocation (its node is back) is a
-// reconnect for the scheduler to reconcile (Nomad's UpdateAlloc); one that
-// newly ends an allocation to replace is an alloc-failure.
-func evalTrigger(a *state.Allocation, status string) string {
+// for none, as Nomad 1.6's Node.UpdateAlloc decides it: a report about an
+// unknown allocation (its node is back) is a reconnect for the scheduler
+// to reconcile; a newly failed allocation with no follow-up evaluation
+// yet, whose group's reschedule policy (the job's current version) still
+// allows a reschedule at now, is an alloc-failure. Nothing else (a
+// completed allocation, a failure the policy does not reschedule) makes an
+// evaluation.
+func evalTrigger(a *state.Allocation, status string, tg *state.TaskGroup, now time.Time) string {
 	switch {
 	case a.ClientStatus == state.AllocClientStatusUnknown:
 		return state.EvalTriggerReconnect
-	case needsReplacement(a, status):
+	case status == state.AllocClientStatusFailed && a.ClientStatus != state.AllocClientStatusFailed &&
+		a.FollowupEvalID == "" && a.RescheduleEligible(tg.ReschedulePolicy, now):
 		return state.EvalTriggerRetryFailedAlloc
 	}
 	return ""

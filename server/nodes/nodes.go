@@ -264,14 +264,14 @@ func validUpdate(i int, u *state.AllocClientUpdate) error {
 	return nil
 }
 
-// UpdateAllocs applies a batch of a node's allocation reports, with a
-// pending alloc-failure evaluation for every job one of whose allocations
-// newly failed (or ended while still meant to run), so that the scheduler
-// replaces it. Reports about allocations that are gone or on another node
-// refuse the whole report (only the node itself reports, on its own
-// allocations): all is checked before the reports join the Raft entry the
-// reports of other nodes share (newReportBatcher). It answers the index of
-// that entry.
+// UpdateAllocs applies a batch of a node's allocation reports, with the
+// evaluations Nomad's Node.UpdateAlloc creates: one per report that
+// reconnects an unknown allocation or newly fails one its reschedule
+// policy allows to replace (evalTrigger). Reports about allocations that
+// are gone or on another node refuse the whole report (only the node
+// itself reports, on its own allocations): all is checked before the
+// reports join the Raft entry the reports of other nodes share
+// (newReportBatcher). It answers the index of that entry.
 func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocClientUpdate) (uint64, error) {
 	store := s.deps.State()
 	if _, err := s.confine(store, c, nodeID); err != nil {
@@ -291,7 +291,6 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 	}
 	now := s.deps.Now()
 	keep := make([]*state.AllocClientUpdate, 0, len(updates))
-	jobs := map[[2]string]bool{}
 	var evals []*state.Evaluation
 	for i, u := range updates {
 		a := allocs[i]
@@ -303,8 +302,8 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 			continue
 		}
 		keep = append(keep, u)
-		trigger := evalTrigger(a, u.ClientStatus)
-		if trigger == "" || jobs[[2]string{a.Namespace, a.JobID}] {
+		// Only a failure or a reconnect can make one (saves the lookups).
+		if u.ClientStatus != state.AllocClientStatusFailed && a.ClientStatus != state.AllocClientStatusUnknown {
 			continue
 		}
 		_, job, err := store.Job(nil, a.Namespace, a.JobID)
@@ -314,8 +313,13 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 		if job == nil {
 			continue
 		}
-		jobs[[2]string{a.Namespace, a.JobID}] = true
-		evals = append(evals, newEval(job, trigger, nodeID, now))
+		tg := job.LookupTaskGroup(a.TaskGroup)
+		if tg == nil {
+			continue
+		}
+		if trigger := evalTrigger(a, u.ClientStatus, tg, now); trigger != "" {
+			evals = append(evals, allocUpdateEval(job, trigger, now))
+		}
 	}
 	if len(keep) == 0 {
 		return store.AllocsIndex(), nil
@@ -323,19 +327,24 @@ func (s *Service) UpdateAllocs(c Caller, nodeID string, updates []*state.AllocCl
 	return s.reports.Write(&state.NodeAllocReports{NodeID: nodeID, Updates: keep, Evals: evals, Now: now.UnixNano()})
 }
 
-// needsReplacement says whether a report newly ends an allocation the
-// scheduler must replace: it failed, or it ended while still meant to run.
-func needsReplacement(a *state.Allocation, status string) bool {
-	if status == a.ClientStatus {
-		return false
+// allocUpdateEval is the evaluation Nomad's UpdateAlloc writes: of the
+// job's type and priority, with no node and no job modify index.
+func allocUpdateEval(job *state.Job, trigger string, now time.Time) *state.Evaluation {
+	typ := job.Type
+	if typ == "" {
+		typ = state.JobTypeService
 	}
-	switch status {
-	case state.AllocClientStatusFailed:
-		return true
-	case state.AllocClientStatusComplete, state.AllocClientStatusLost:
-		return a.DesiredStatus == state.AllocDesiredStatusRun
+	return &state.Evaluation{
+		ID:          uuid.NewString(),
+		Namespace:   job.Namespace,
+		Priority:    job.Priority,
+		Type:        typ,
+		TriggeredBy: trigger,
+		JobID:       job.ID,
+		Status:      state.EvalStatusPending,
+		CreateTime:  now.UnixNano(),
+		ModifyTime:  now.UnixNano(),
 	}
-	return false
 }
 
 // newEval is a pending service evaluation of job.

@@ -182,7 +182,7 @@ func (r *reconciler) batchFollowups(items []delayedReschedule, trigger, desc str
 				Type:              typ,
 				TriggeredBy:       trigger,
 				JobID:             r.job.ID,
-				JobModifyIndex:    r.job.JobModifyIndex,
+				JobModifyIndex:    r.job.ModifyIndex, // Nomad's (not JobModifyIndex)
 				Status:            state.EvalStatusPending,
 				StatusDescription: desc,
 				WaitUntil:         l.at.UnixNano(),

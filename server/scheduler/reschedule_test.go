@@ -83,6 +83,13 @@ func settledFailure(t *testing.T, opts ...jobOpt) (*harness, *state.Allocation) 
 func TestRescheduleDefaultPolicyWaitsForDelay(t *testing.T) {
 	h, failed := settledFailure(t)
 	failTime := failed.LastEventTime()
+	// The follow-up carries the job's ModifyIndex as the scheduler read it
+	// (Nomad's createLostLaterEvals), which its status changes moved past
+	// its JobModifyIndex: past that, before the plan that wrote it.
+	before := h.job("web")
+	if before.ModifyIndex == before.JobModifyIndex {
+		t.Fatalf("job modify index %d: the status changes should have moved ModifyIndex", before.ModifyIndex)
+	}
 	e := h.run("web", state.EvalTriggerRetryFailedAlloc)
 	if e.Status != state.EvalStatusComplete {
 		t.Fatalf("eval %s %q", e.Status, e.StatusDescription)
@@ -94,6 +101,7 @@ func TestRescheduleDefaultPolicyWaitsForDelay(t *testing.T) {
 	f := h.eval(a.FollowupEvalID)
 	if f.Status != state.EvalStatusPending || f.TriggeredBy != state.EvalTriggerRetryFailedAlloc ||
 		f.StatusDescription != "created for delayed rescheduling" || f.PreviousEval != e.ID ||
+		f.JobModifyIndex < before.ModifyIndex || f.JobModifyIndex >= f.CreateIndex ||
 		time.Unix(0, f.WaitUntil).Sub(failTime) != 30*time.Second {
 		t.Fatalf("follow-up %+v (failed at %v)", f, failTime)
 	}
