@@ -72,6 +72,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 	log := w.deps.Logger.Named("deployment_watcher")
 	// Evaluations waiting for their batch to close, by deployment.
 	pending := map[string]time.Time{}
+	// Deployments whose progress deadline has passed (Nomad's deadlineHit).
+	hit := map[string]bool{}
 	// A deployment is checked again when it changed (every rule reads
 	// what its allocations' reports count into it) or its next deadline
 	// came, not on every change of any deployment: with thousands in
@@ -87,6 +89,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			// A restored store: its indexes owe nothing to the old one's.
 			last, checked = st, 0
 			deadlines = newDeadlines()
+			clear(hit)
 		}
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
@@ -100,9 +103,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if !d.Active() {
 				deadlines.drop(d.ID)
 				delete(pending, d.ID)
+				delete(hit, d.ID)
 				continue
 			}
-			deadlines.set(d.ID, w.check(st, d, now, pending, log))
+			deadlines.set(d.ID, w.check(st, d, now, pending, hit, log))
 		}
 		for _, id := range deadlines.due(now) {
 			_, d, err := st.Deployment(nil, id)
@@ -112,7 +116,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if d == nil || !d.Active() {
 				continue // deleted or finished since (a job purged, say)
 			}
-			deadlines.set(id, w.check(st, d, now, pending, log))
+			deadlines.set(id, w.check(st, d, now, pending, hit, log))
 		}
 		deadline := deadlines.next()
 		for id, at := range pending {
@@ -149,12 +153,50 @@ type logger interface {
 	Warn(msg string, args ...any)
 }
 
-// check applies the rules to one active deployment and returns its next
-// progress deadline (zero: none to wait for).
-func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pending map[string]time.Time, log logger) time.Time {
+// check applies the rules to one active deployment and returns when to
+// check it again (zero: no deadline to wait for).
+//
+// Nomad's deadlineHit: once the progress deadline of a group that is not
+// done has passed, even when that did not fail the deployment (paused, or
+// canaries healthy and waiting for a manual promotion), any later failure
+// of the deployment is described as a progress-deadline failure; Nomad's
+// watcher never resets the flag.
+func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pending map[string]time.Time, hit map[string]bool, log logger) time.Time {
 	if d.Status != state.DeploymentStatusRunning && d.Status != state.DeploymentStatusPaused {
 		return time.Time{}
 	}
+	cutoff := progressCutoff(d)
+	if !cutoff.IsZero() && !now.Before(cutoff) {
+		hit[d.ID] = true
+	}
+	next := w.checkRules(st, d, now, pending, hit[d.ID], log)
+	if !hit[d.ID] && !cutoff.IsZero() && (next.IsZero() || cutoff.Before(next)) {
+		next = cutoff // to notice the deadline passing
+	}
+	return next
+}
+
+// progressCutoff is Nomad's getDeploymentProgressCutoff: the earliest
+// progress deadline of the groups not done (canaries not promoted, or
+// fewer healthy allocations than the group's total).
+func progressCutoff(d *state.Deployment) time.Time {
+	var cutoff time.Time
+	for _, g := range d.TaskGroups {
+		done := !(g.DesiredCanaries > 0 && !g.Promoted) && g.HealthyAllocs >= g.DesiredTotal
+		if g.RequireProgressBy == nil || done {
+			continue
+		}
+		if cutoff.IsZero() || g.RequireProgressBy.Before(cutoff) {
+			cutoff = *g.RequireProgressBy
+		}
+	}
+	return cutoff
+}
+
+// checkRules applies the rules to one running or paused deployment and
+// returns its next progress deadline (zero: none to wait for). deadlineHit
+// describes an unhealthy failure as a progress-deadline one (see check).
+func (w *Watcher) checkRules(st *state.Store, d *state.Deployment, now time.Time, pending map[string]time.Time, deadlineHit bool, log logger) time.Time {
 	// An unhealthy allocation fails the deployment at once in a group
 	// without a progress deadline, or when its group's reschedule policy
 	// has no attempt left for it (Nomad's shouldFailEarly); otherwise it
@@ -183,7 +225,11 @@ func (w *Watcher) check(st *state.Store, d *state.Deployment, now time.Time, pen
 		unhealthy = spent
 	}
 	if len(unhealthy) > 0 {
-		if err := w.fail(st, d, state.DeploymentStatusDescriptionFailedAllocations, unhealthy, RuleUnhealthy); err != nil {
+		desc := state.DeploymentStatusDescriptionFailedAllocations
+		if deadlineHit {
+			desc = state.DeploymentStatusDescriptionProgressDeadline
+		}
+		if err := w.fail(st, d, desc, unhealthy, RuleUnhealthy); err != nil {
 			log.Warn("failing deployment on unhealthy allocations", "deployment", d.ID, "error", err)
 			return now.Add(retryDelay)
 		}

@@ -128,3 +128,43 @@ func TestWatcherFailsEarlyWithoutRescheduleAttempts(t *testing.T) {
 		})
 	}
 }
+
+// Nomad's deadlineHit: a paused deployment is not failed by its progress
+// deadline, but once that deadline has passed, a later failure on an
+// unhealthy allocation is described as a progress-deadline failure (its
+// watcher never resets the flag). Before the deadline the same failure is
+// "Failed due to unhealthy allocations".
+func TestWatcherDeadlineHitDescribesLaterFailure(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		advance  time.Duration
+		wantDesc string
+	}{
+		{"before the deadline", 0, "Failed due to unhealthy allocations"},
+		{"the deadline passed while paused", time.Hour, "Failed due to progress deadline"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := deploytest.Start(t)
+			noAttempts := &state.ReschedulePolicy{Interval: time.Hour, Delay: 30 * time.Second, DelayFunction: "constant"}
+			g := deploytest.Group{Name: "web", Count: 2, ProgressDeadline: time.Minute, Reschedule: noAttempts}
+			v0 := f.RegisterJob(deploytest.Job("default", "web", "v0", g))
+			f.SetStable(v0, 0)
+			v1 := f.RegisterJob(deploytest.Job("default", "web", "v1", g))
+			d, allocs := f.Deploy(v1)
+			if _, err := deployments.New(f.Deps).Pause(acl.Internal(), d.ID, true); err != nil {
+				t.Fatalf("pausing: %v", err)
+			}
+			startWatcher(t, f)
+			if c.advance > 0 {
+				f.Clock.Advance(c.advance)
+			}
+			stays(t, f, "paused", status(d.ID, state.DeploymentStatusPaused))
+			f.Health(false, allocs[1].ID)
+			waitFor(t, f, "failed on the unhealthy allocation", status(d.ID, state.DeploymentStatusFailed))
+			if got := f.Deployment(d.ID).StatusDescription; got != c.wantDesc {
+				t.Errorf("description %q, want %q", got, c.wantDesc)
+			}
+			expectLastCause(t, f, d.ID, deployments.RuleUnhealthy)
+		})
+	}
+}
