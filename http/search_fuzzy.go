@@ -7,7 +7,6 @@ import (
 
 	"github.com/ctlplane/ctlplane/server/search"
 	"github.com/ctlplane/ctlplane/state"
-	"github.com/hashicorp/go-memdb"
 )
 
 // Nomad's search block defaults (agent config search { ... }).
@@ -64,42 +63,28 @@ func (h *Handler) fuzzySearch(w http.ResponseWriter, r *http.Request) (any, erro
 	}
 	text := strings.ToLower(req.Text)
 	var out *fuzzySearchResponse
-	opts, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	opts.minIndex = 0 // Nomad's searches never block
-	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
+	err = h.runSearch(w, r, call, func() {
 		out = &fuzzySearchResponse{Matches: map[string][]fuzzyMatch{}, Truncations: map[string]bool{}}
-		var index uint64
-		for _, c := range call.contexts {
-			idx, objs, err := searchObjects(ws, s, c, call.ns, call.visible)
-			if err != nil {
-				return 0, err
-			}
-			index = max(index, idx)
-			switch c {
-			case search.Evals, search.Deployments, search.ScalingPolicies, search.Volumes:
-				// Nomad lists these by ID (the request's prefix option,
-				// empty) and keeps those of the first 20 starting with Text.
-				matches := []fuzzyMatch{}
-				for _, o := range objs[:min(len(objs), searchTruncateLimit)] {
-					if strings.HasPrefix(o.id, req.Text) {
-						matches = append(matches, fuzzyMatch{ID: o.id})
-					}
+	}, func(c string, objs []searchObject) {
+		switch c {
+		case search.Evals, search.Deployments, search.ScalingPolicies, search.Volumes:
+			// Nomad lists these by ID (the request's prefix option,
+			// empty) and keeps those of the first 20 starting with Text.
+			matches := []fuzzyMatch{}
+			for _, o := range objs[:min(len(objs), searchTruncateLimit)] {
+				if strings.HasPrefix(o.id, req.Text) {
+					matches = append(matches, fuzzyMatch{ID: o.id})
 				}
-				out.Matches[c] = matches
-				out.Truncations[c] = len(objs) > searchTruncateLimit
-			default:
-				fuzzyContext(out, c, objs, text)
 			}
+			out.Matches[c] = matches
+			out.Truncations[c] = len(objs) > searchTruncateLimit
+		default:
+			fuzzyContext(out, c, objs, text)
 		}
-		return index, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	setMeta(w, r, meta)
 	return out, nil
 }
 

@@ -139,13 +139,45 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) (any, error) {
 		lookup = roundUUIDPrefixDown(lookup)
 	}
 	var out *searchResponse
-	opts, err := parseQueryOptions(r)
+	err = h.runSearch(w, r, call, func() {
+		out = &searchResponse{Matches: map[string][]string{}, Truncations: map[string]bool{}}
+	}, func(c string, objs []searchObject) {
+		if uuidContext(c) && !validUUIDPrefix(lookup) {
+			return // Nomad's lookup by a UUID index fails, silenced
+		}
+		var candidates []string
+		for _, o := range objs {
+			if strings.HasPrefix(o.id, lookup) {
+				candidates = append(candidates, o.id)
+			}
+		}
+		var matches []string
+		for _, id := range candidates[:min(len(candidates), searchTruncateLimit)] {
+			if strings.HasPrefix(id, req.Prefix) {
+				matches = append(matches, id)
+			}
+		}
+		out.Matches[c] = matches
+		out.Truncations[c] = len(candidates) > searchTruncateLimit
+	})
 	if err != nil {
 		return nil, err
 	}
-	opts.minIndex = 0 // Nomad's searches never block
+	return out, nil
+}
+
+// runSearch reads each of call's contexts' objects in one read of the
+// store (Nomad's searches never block, but honour stale and consistent),
+// calling reset once per read and each per context, and sets the read's
+// headers.
+func (h *Handler) runSearch(w http.ResponseWriter, r *http.Request, call *searchCall, reset func(), each func(context string, objs []searchObject)) error {
+	opts, err := parseQueryOptions(r)
+	if err != nil {
+		return err
+	}
+	opts.minIndex = 0
 	meta, err := h.blockingQuery(r, opts, func(ws memdb.WatchSet, s *state.Store) (uint64, error) {
-		out = &searchResponse{Matches: map[string][]string{}, Truncations: map[string]bool{}}
+		reset()
 		var index uint64
 		for _, c := range call.contexts {
 			idx, objs, err := searchObjects(ws, s, c, call.ns, call.visible)
@@ -153,31 +185,15 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) (any, error) {
 				return 0, err
 			}
 			index = max(index, idx)
-			if uuidContext(c) && !validUUIDPrefix(lookup) {
-				continue // Nomad's lookup by a UUID index fails, silenced
-			}
-			var candidates []string
-			for _, o := range objs {
-				if strings.HasPrefix(o.id, lookup) {
-					candidates = append(candidates, o.id)
-				}
-			}
-			var matches []string
-			for _, id := range candidates[:min(len(candidates), searchTruncateLimit)] {
-				if strings.HasPrefix(id, req.Prefix) {
-					matches = append(matches, id)
-				}
-			}
-			out.Matches[c] = matches
-			out.Truncations[c] = len(candidates) > searchTruncateLimit
+			each(c, objs)
 		}
 		return index, nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	setMeta(w, r, meta)
-	return out, nil
+	return nil
 }
 
 // searchObject is one object a search considers: its ID (or name), what
